@@ -1,0 +1,31 @@
+// matmul.h — CPU linear layers over weights of any supported dtype, in place in memory.
+//
+// y[t][o] = sum_i W[o][i] * x[t][i]  for t < n_tokens, o < W.rows(), i < W.cols()
+// W is a TensorView (F32, F16, BF16, Q8_0, Q4_0), never converted as a whole: rows are
+// decoded into registers (or a small per-thread tile) as they are used.
+// n_tokens == 1 is the memory-bound decode GEMV; larger n_tokens is the prefill GEMM, tiled
+// so that each weight tile is reused across many tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cpu/thread_pool.h"
+#include "model/tensor.h"
+
+namespace llmwb::cpu {
+
+enum class SimdLevel { Scalar, Avx2, Avx512 };
+
+// The best level this CPU supports (cpuid), unless lowered by set_simd_level / LLMWB_SIMD env
+// ("scalar", "avx2", "avx512").
+SimdLevel simd_level();
+void set_simd_level(SimdLevel level);   // for tests: compare every path with the scalar one
+const char* simd_level_name(SimdLevel level);
+
+void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y);
+
+// Reference: the plainest loop, double accumulation. Tests compare against it.
+void matmul_reference(const TensorView& W, const float* x, int64_t n_tokens, float* y);
+
+}  // namespace llmwb::cpu

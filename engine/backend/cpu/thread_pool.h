@@ -1,0 +1,29 @@
+// thread_pool.h — a fixed set of worker threads for the CPU backend.
+// The calling thread takes part in the work, so ThreadPool(1) runs everything inline.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace llmwb {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);   // n_threads <= 0: hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const;
+  // Runs fn(ith, nth) once on each of the nth = size() threads and returns when all are done.
+  void run(const std::function<void(int ith, int nth)>& fn);
+  // Splits [0, n) into contiguous chunks (at least `grain` long) and runs fn(begin, end) on them.
+  void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
+                    int64_t grain = 1);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace llmwb

@@ -1,0 +1,32 @@
+// llmwb/engine_config.h — everything that configures one engine instance.
+// Field order follows vLLM's LLM(model, tokenizer, tensor_parallel_size, ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace llmwb {
+
+struct EngineConfig {
+  std::string model;                 // GGUF file, Hugging Face folder, or llama2.c .bin
+  std::string tokenizer;             // optional: .model (SentencePiece) or llama2.c tokenizer .bin
+  int tensor_parallel_size = 1;      // shards per layer (CUDA backend); 1 on CPU
+  int pipeline_parallel_size = 1;    // stages (CUDA backend); 1 on CPU
+  std::string backend = "cpu";       // "cpu" or "cuda"
+  int threads = 0;                   // CPU threads; 0 = all hardware threads
+  int max_model_len = 0;             // context length; 0 = the model's own
+  // Paged KV cache
+  int block_size = 16;               // tokens per KV block
+  uint64_t kv_memory_bytes = 0;      // KV pool budget; 0 = enough for max_num_seqs full contexts,
+                                     // capped at kv_memory_fraction of free memory
+  double kv_memory_fraction = 0.25;  // share of available memory when kv_memory_bytes == 0
+  bool enable_prefix_caching = true;
+  // Scheduler
+  int max_num_seqs = 64;             // sequences running at once
+  int max_num_batched_tokens = 512;  // tokens computed in one step (prefill chunks + decodes)
+  // Numerics
+  std::string quantize;              // "" (as stored) or a load-time quantization scheme
+  std::string kv_dtype = "f32";      // KV cache element type
+};
+
+}  // namespace llmwb

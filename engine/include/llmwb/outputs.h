@@ -1,0 +1,35 @@
+// llmwb/outputs.h — what generation returns (vLLM's RequestOutput / CompletionOutput).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmwb {
+
+enum class FinishReason { None, Stop, Length, Abort, Error };
+const char* to_string(FinishReason r);
+
+struct CompletionOutput {
+  int index = 0;                 // which of the n samples
+  std::string text;              // the completion only (not the prompt)
+  std::vector<int> token_ids;    // completion token ids
+  std::vector<float> token_probs;  // probability of each sampled token under the sampler
+  FinishReason finish_reason = FinishReason::None;
+  std::string stop_reason;       // the stop string that matched, if any
+};
+
+struct RequestOutput {
+  uint64_t request_id = 0;
+  std::string prompt;
+  std::vector<int> prompt_token_ids;
+  std::vector<CompletionOutput> outputs;
+  bool finished = false;
+  std::string error;             // non-empty when the request failed
+  // Timings, seconds since the request was added.
+  double time_to_first_token = 0.0;
+  double total_time = 0.0;
+  int num_cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+};
+
+}  // namespace llmwb

@@ -1,0 +1,64 @@
+// llmwb/telemetry.h — what the engine reports after every step, for charts, traces and tests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llmwb {
+
+// One physical KV block.
+struct BlockState {
+  int64_t owner = -1;   // request id of the (first) owning sequence, -1 when free / cached only
+  int ref_count = 0;    // sequences holding it
+  int filled = 0;       // token slots written
+  bool cached = false;  // full, hashed, reusable by the prefix cache
+};
+
+struct SequenceTelemetry {
+  uint64_t request_id = 0;
+  int sample_index = 0;
+  int num_tokens = 0;         // prompt + generated so far
+  int num_computed = 0;       // tokens whose K/V are in the cache
+  int num_prompt_tokens = 0;
+  std::vector<int> block_table;
+  std::string state;          // "waiting", "running", "preempted", "finished"
+};
+
+// Attention weights captured for one sequence's newest query token(s).
+struct AttentionSnapshot {
+  uint64_t request_id = 0;
+  int layer = 0;
+  int n_heads = 0;
+  int context_len = 0;                 // keys 0..context_len-1
+  std::vector<int> query_positions;    // positions of the captured queries (most recent last)
+  std::vector<int> context_tokens;     // token ids at key positions 0..context_len-1
+  // weights[(q * n_heads + h) * context_len + k]; rows for shorter contexts are 0-padded.
+  std::vector<float> weights;
+};
+
+struct StepTelemetry {
+  uint64_t step = 0;
+  double time = 0.0;             // seconds since the engine started, at the end of the step
+  double step_seconds = 0.0;
+  double schedule_seconds = 0.0, forward_seconds = 0.0, sample_seconds = 0.0;
+  int num_prefill_tokens = 0;    // prompt tokens computed this step
+  int num_decode_tokens = 0;     // generated tokens computed this step
+  int num_prefill_seqs = 0, num_decode_seqs = 0;
+  int num_running = 0, num_waiting = 0, num_preempted = 0;
+  uint64_t preemptions_total = 0;
+  uint64_t prefix_cache_hit_tokens_total = 0;
+  uint64_t prefix_cache_queried_tokens_total = 0;
+  // KV cache
+  int block_size = 0;
+  int blocks_total = 0, blocks_used = 0, blocks_cached = 0, blocks_free = 0;
+  uint64_t slots_allocated = 0;  // block_size * blocks held by live sequences
+  uint64_t slots_filled = 0;     // of those, slots holding a token (fragmentation = 1 - filled/allocated)
+  uint64_t kv_bytes_total = 0;
+  std::vector<BlockState> blocks;           // per physical block
+  std::vector<SequenceTelemetry> sequences; // live sequences
+  std::shared_ptr<const AttentionSnapshot> attention;  // when capture is on
+};
+
+}  // namespace llmwb
