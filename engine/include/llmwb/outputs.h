@@ -12,7 +12,8 @@ const char* to_string(FinishReason r);
 
 struct CompletionOutput {
   int index = 0;                 // which of the n samples
-  std::string text;              // the completion only (not the prompt)
+  std::string text;              // the completion only (not the prompt), as far as streamed
+  std::string delta;             // text newly streamed by the step that returned this output
   std::vector<int> token_ids;    // completion token ids
   std::vector<float> token_probs;  // probability of each sampled token under the sampler
   FinishReason finish_reason = FinishReason::None;

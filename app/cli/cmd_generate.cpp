@@ -1,0 +1,131 @@
+// llmwb-cli generate — run prompts through the engine (concurrently, via the scheduler).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "engine_flags.h"
+#include "llmwb/engine.h"
+#include "llmwb/errors.h"
+#include "telemetry/telemetry_json.h"
+
+namespace llmwb::cli {
+namespace {
+
+std::vector<std::string> read_prompts_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw Error(path, "cannot open the prompts file");
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
+int run_generate(const std::vector<std::string>& argv) {
+  Args a(argv, join({engine_value_flags(), sampling_value_flags(), {"prompt", "prompts-file", "trace"}}),
+         join({engine_bool_flags(), {"json", "ignore-eos", "quiet"}}));
+  EngineConfig cfg = engine_config_from(a);
+  SamplingParams params = sampling_params_from(a);
+  params.ignore_eos = a.flag("ignore-eos");
+  std::vector<std::string> prompts = a.all("prompt");
+  if (a.has("prompts-file")) {
+    auto more = read_prompts_file(a.str("prompts-file"));
+    prompts.insert(prompts.end(), more.begin(), more.end());
+  }
+  if (prompts.empty()) prompts.push_back("");   // a BOS-only prompt
+  const bool json = a.flag("json");
+  std::ofstream trace;
+  if (a.has("trace")) {
+    trace.open(a.str("trace"), std::ios::trunc);
+    if (!trace) throw Error(a.str("trace"), "cannot write the trace file");
+  }
+
+  Engine engine(cfg);
+  std::map<uint64_t, size_t> index;
+  std::vector<RequestOutput> results(prompts.size());
+  int failures = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    try {
+      // An empty prompt is BOS alone; otherwise BOS + the prompt's tokens.
+      index[engine.add_request(prompts[i], params)] = i;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "llmwb-cli generate: prompt %zu: %s\n", i + 1, e.what());
+      results[i].prompt = prompts[i];
+      results[i].error = e.what();
+      ++failures;
+    }
+  }
+  // One prompt, text mode: stream the completion as it is generated.
+  const bool stream = !json && prompts.size() == 1 && params.n == 1 && !index.empty();
+  if (stream) {
+    std::fputs(prompts[0].c_str(), stdout);
+    std::fflush(stdout);
+  }
+  while (engine.has_unfinished()) {
+    for (RequestOutput& o : engine.step()) {
+      if (stream && !o.outputs.empty()) {
+        std::fputs(o.outputs[0].delta.c_str(), stdout);
+        std::fflush(stdout);
+      }
+      if (o.finished) results[index.at(o.request_id)] = std::move(o);
+    }
+    if (trace) trace << telemetry_to_json(engine.telemetry()) << '\n';
+  }
+  if (stream) std::fputs("\n", stdout);
+
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const RequestOutput& r = results[i];
+    if (!r.error.empty()) {
+      if (json) std::cout << nlohmann::json{{"prompt", prompts[i]}, {"error", r.error}}.dump() << "\n";
+      continue;
+    }
+    for (const CompletionOutput& c : r.outputs) {
+      if (json) {
+        nlohmann::json j{{"prompt", prompts[i]},
+                         {"text", c.text},
+                         {"token_ids", c.token_ids},
+                         {"finish_reason", to_string(c.finish_reason)},
+                         {"prompt_tokens", r.prompt_token_ids.size()},
+                         {"completion_tokens", c.token_ids.size()},
+                         {"cached_prompt_tokens", r.num_cached_prompt_tokens},
+                         {"time_to_first_token", r.time_to_first_token},
+                         {"total_time", r.total_time}};
+        if (params.n > 1) j["index"] = c.index;
+        if (!c.stop_reason.empty()) j["stop_reason"] = c.stop_reason;
+        std::cout << j.dump() << "\n";
+      } else if (!stream) {
+        std::cout << "prompt: " << prompts[i] << "\n";
+        if (params.n > 1) std::cout << "sample " << c.index << ":\n";
+        std::cout << prompts[i] << c.text << "\n[" << to_string(c.finish_reason) << ", " << c.token_ids.size()
+                  << " tokens]\n\n";
+      }
+    }
+  }
+  if (!a.flag("quiet") && !json) {
+    const auto& t = engine.telemetry();
+    std::fprintf(stderr, "[%s | %s | steps %llu | KV blocks %d x %d tokens | preemptions %llu]\n",
+                 engine.model_info().name.c_str(), cfg.backend.c_str(), (unsigned long long)t.step, t.blocks_total,
+                 t.block_size, (unsigned long long)t.preemptions_total);
+  }
+  return failures ? 1 : 0;
+}
+
+std::string usage() {
+  return std::string("[flags]\n  --prompt TEXT           a prompt (repeatable; none or empty = BOS only)\n"
+                     "  --prompts-file FILE     one prompt per line\n"
+                     "  --json                  one JSON object per prompt (per sample) per line\n"
+                     "  --trace FILE            write a telemetry snapshot per step as JSON lines\n"
+                     "  --ignore-eos            keep generating past EOS\n") +
+         sampling_flags_usage() + engine_flags_usage();
+}
+
+const std::string kUsage = usage();
+CommandRegistration reg({"generate", "generate text for one or more prompts", kUsage.c_str(), run_generate});
+
+}  // namespace
+}  // namespace llmwb::cli

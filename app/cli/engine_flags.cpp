@@ -1,0 +1,95 @@
+#include "engine_flags.h"
+
+#include <filesystem>
+
+namespace llmwb::cli {
+
+std::string default_model_path() {
+  if (const char* env = std::getenv("LLMWB_MODEL"); env && *env) return env;
+  for (const char* rel : {"../shared/models/stories260K/stories260K.gguf", "shared/models/stories260K/stories260K.gguf"})
+    if (std::filesystem::exists(rel)) return rel;
+  return LLMWB_DEFAULT_MODEL;
+}
+
+const std::vector<std::string>& engine_value_flags() {
+  static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
+                                          "max-num-seqs", "max-batched-tokens", "max-model-len",
+                                          "tensor-parallel-size", "quantize", "kv-dtype"};
+  return v;
+}
+const std::vector<std::string>& engine_bool_flags() {
+  static const std::vector<std::string> v{"no-prefix-cache"};
+  return v;
+}
+const char* engine_flags_usage() {
+  return "  --model PATH            GGUF file, Hugging Face folder or llama2.c .bin (default: stories260K)\n"
+         "  --tokenizer PATH        SentencePiece .model or llama2.c tokenizer .bin\n"
+         "  --threads N             CPU threads (default: all)\n"
+         "  --backend cpu|cuda      compute backend (default cpu)\n"
+         "  --block-size N          tokens per KV block (default 16)\n"
+         "  --kv-memory SIZE        KV pool budget, e.g. 256M, 2G (default: enough for --max-num-seqs contexts)\n"
+         "  --max-num-seqs N        sequences running at once (default 64)\n"
+         "  --max-batched-tokens N  tokens computed per step (default 512)\n"
+         "  --max-model-len N       context length (default: the model's)\n"
+         "  --no-prefix-cache       disable automatic prefix caching\n";
+}
+
+EngineConfig engine_config_from(const Args& a) {
+  EngineConfig c;
+  c.model = a.str("model", default_model_path());
+  c.tokenizer = a.str("tokenizer");
+  c.threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
+  c.backend = a.str("backend", "cpu");
+  if (c.backend != "cpu" && c.backend != "cuda") throw UsageError("--backend: '" + c.backend + "' is not cpu or cuda");
+  c.block_size = static_cast<int>(a.integer("block-size", 16, 1, 1024));
+  c.kv_memory_bytes = a.bytes("kv-memory", 0);
+  c.max_num_seqs = static_cast<int>(a.integer("max-num-seqs", 64, 1, 4096));
+  c.max_num_batched_tokens = static_cast<int>(a.integer("max-batched-tokens", 512, 1, 1 << 20));
+  c.max_model_len = static_cast<int>(a.integer("max-model-len", 0, 0, 1 << 24));
+  c.tensor_parallel_size = static_cast<int>(a.integer("tensor-parallel-size", 1, 1, 64));
+  c.enable_prefix_caching = !a.flag("no-prefix-cache");
+  c.quantize = a.str("quantize");
+  c.kv_dtype = a.str("kv-dtype", "f32");
+  return c;
+}
+
+const std::vector<std::string>& sampling_value_flags() {
+  static const std::vector<std::string> v{"temperature", "top-p", "top-k", "min-p", "repetition-penalty",
+                                          "max-tokens", "seed", "stop", "n"};
+  return v;
+}
+const char* sampling_flags_usage() {
+  return "  --temperature T         0 = greedy (default 0.8)\n"
+         "  --top-p P               nucleus sampling (default 0.95)\n"
+         "  --top-k K               keep the K most likely tokens (default 0 = all)\n"
+         "  --min-p P               drop tokens below P x the most likely (default 0)\n"
+         "  --repetition-penalty R  (default 1 = off)\n"
+         "  --max-tokens N          completion tokens at most (default 256)\n"
+         "  --seed S                per-request seed: same seed, same output\n"
+         "  --stop TEXT             stop string (repeatable)\n"
+         "  --n N                   samples per prompt (default 1)\n";
+}
+
+SamplingParams sampling_params_from(const Args& a) {
+  SamplingParams p;
+  p.temperature = static_cast<float>(a.real("temperature", 0.8, 0.0, 100.0));
+  p.top_p = static_cast<float>(a.real("top-p", 0.95, 1e-6, 1.0));
+  p.top_k = static_cast<int>(a.integer("top-k", 0, 0, 1 << 30));
+  p.min_p = static_cast<float>(a.real("min-p", 0.0, 0.0, 1.0));
+  p.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0, 1e-3, 100.0));
+  p.max_tokens = static_cast<int>(a.integer("max-tokens", 256, 1, 1 << 24));
+  p.seed = a.u64("seed");
+  p.stop = a.all("stop");
+  for (const auto& s : p.stop)
+    if (s.empty()) throw UsageError("--stop: empty stop string");
+  p.n = static_cast<int>(a.integer("n", 1, 1, 64));
+  return p;
+}
+
+std::vector<std::string> join(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+}  // namespace llmwb::cli

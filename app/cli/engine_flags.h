@@ -1,0 +1,29 @@
+// engine_flags.h — the engine and sampling flags shared by generate and bench.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "llmwb/engine_config.h"
+#include "llmwb/sampling_params.h"
+
+namespace llmwb::cli {
+
+// Flag names taking a value / boolean flags understood by engine_config_from().
+const std::vector<std::string>& engine_value_flags();
+const std::vector<std::string>& engine_bool_flags();
+const char* engine_flags_usage();
+// --model (default: stories260K beside the repo), --tokenizer, --threads, --backend, --block-size,
+// --kv-memory, --max-num-seqs, --max-batched-tokens, --no-prefix-cache, --max-model-len, ...
+EngineConfig engine_config_from(const Args& a);
+std::string default_model_path();
+
+const std::vector<std::string>& sampling_value_flags();
+const char* sampling_flags_usage();
+SamplingParams sampling_params_from(const Args& a);
+
+// Concatenates flag lists.
+std::vector<std::string> join(std::initializer_list<std::vector<std::string>> lists);
+
+}  // namespace llmwb::cli

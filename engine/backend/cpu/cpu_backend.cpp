@@ -1,0 +1,161 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+
+namespace llmwb {
+
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())) {}
+
+std::string CpuBackend::name() const {
+  return std::string("cpu (") + cpu::simd_level_name(cpu::simd_level()) + ", " + std::to_string(pool_.size()) +
+         " threads)";
+}
+
+void CpuBackend::embed(const TensorView& table, const int* tokens, int n_rows, float* out) {
+  const int64_t dim = table.cols();
+  for (int r = 0; r < n_rows; ++r) dequantize_row(table.dtype, table.row(tokens[r]), out + r * dim, dim);
+}
+
+void CpuBackend::rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) {
+  for (int r = 0; r < n_rows; ++r) {
+    const float* xr = x + int64_t(r) * dim;
+    float* o = out + int64_t(r) * dim;
+    float ss = 0.f;
+    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(ss / dim + eps);
+    for (int i = 0; i < dim; ++i) o[i] = xr[i] * inv * w[i];
+  }
+}
+
+void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* y) {
+  cpu::matmul(pool_, W, x, n_rows, y);
+}
+
+void CpuBackend::rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) {
+  const int hd = rp.head_dim, half = hd / 2;
+  std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+  for (int r = 0; r < n_rows; ++r) {
+    for (int i = 0; i < half; ++i) {
+      const double a = positions[r] * rp.inv_freq[static_cast<size_t>(i)];
+      cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(a));
+      sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
+    }
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + (int64_t(r) * n_heads + h) * hd;
+      if (rp.layout == RopeLayout::Interleaved) {
+        for (int i = 0; i < half; ++i) {
+          const float x0 = v[2 * i], x1 = v[2 * i + 1];
+          v[2 * i] = x0 * cs[i] - x1 * sn[i];
+          v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        }
+      } else {
+        for (int i = 0; i < half; ++i) {
+          const float x0 = v[i], x1 = v[i + half];
+          v[i] = x0 * cs[i] - x1 * sn[i];
+          v[i + half] = x0 * sn[i] + x1 * cs[i];
+        }
+      }
+    }
+  }
+}
+
+void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) {
+  const int bs = cache.block_size(), kv_dim = cache.kv_dim();
+  for (const ForwardSeq& s : batch.seqs) {
+    for (int i = 0; i < s.n_tokens; ++i) {
+      const int pos = s.start_pos + i;
+      const int64_t slot = int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
+      const int64_t row = s.first + i;
+      std::memcpy(cache.k(layer, slot), k + row * kv_dim, sizeof(float) * kv_dim);
+      std::memcpy(cache.v(layer, slot), v + row * kv_dim, sizeof(float) * kv_dim);
+    }
+  }
+}
+
+// Paged attention on the CPU: one task per (new token, head); each reads K and V of positions
+// 0..pos through its sequence's block table, so the cache never needs to be contiguous.
+// Tasks are dealt round-robin so that the long rows of a causal prefill spread over threads.
+void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
+                           const AttentionParams& p, float* out, AttentionRecord* record) {
+  const int n_rows = static_cast<int>(batch.tokens.size());
+  const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
+  const int q_dim = p.n_heads * hd;
+  std::vector<int> row_seq(static_cast<size_t>(n_rows));
+  int max_ctx = 0;
+  const ForwardSeq* rec_seq = nullptr;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const ForwardSeq& fs = batch.seqs[s];
+    for (int i = 0; i < fs.n_tokens; ++i) row_seq[static_cast<size_t>(fs.first + i)] = static_cast<int>(s);
+    max_ctx = std::max(max_ctx, fs.start_pos + fs.n_tokens);
+    if (fs.capture_attention && record) rec_seq = &fs;
+  }
+  if (rec_seq) {
+    record->layer = layer;
+    record->n_heads = p.n_heads;
+    record->start_pos = rec_seq->start_pos;
+    record->rows.assign(static_cast<size_t>(rec_seq->n_tokens) * p.n_heads, {});
+  }
+  const int64_t n_tasks = int64_t(n_rows) * p.n_heads;
+  pool_.run([&](int ith, int nth) {
+    std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
+    if (sc.size() < static_cast<size_t>(max_ctx)) sc.resize(static_cast<size_t>(max_ctx));
+    for (int64_t t = ith; t < n_tasks; t += nth) {
+      const int row = static_cast<int>(t / p.n_heads), h = static_cast<int>(t % p.n_heads);
+      const ForwardSeq& fs = batch.seqs[static_cast<size_t>(row_seq[static_cast<size_t>(row)])];
+      const int pos = fs.start_pos + (row - fs.first);
+      const int ctx = pos + 1;
+      const int kvh = h / group;
+      const float* qh = q + int64_t(row) * q_dim + int64_t(h) * hd;
+      const std::vector<int>& table = *fs.block_table;
+      float mx = -INFINITY;
+      for (int j = 0; j < ctx; ++j) {
+        const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
+        const float* kj = cache.k(layer, slot) + int64_t(kvh) * hd;
+        float d = 0.f;
+        for (int e = 0; e < hd; ++e) d += qh[e] * kj[e];
+        d *= p.scale;
+        sc[static_cast<size_t>(j)] = d;
+        mx = std::max(mx, d);
+      }
+      float sum = 0.f;
+      for (int j = 0; j < ctx; ++j) {
+        const float e = std::exp(sc[static_cast<size_t>(j)] - mx);
+        sc[static_cast<size_t>(j)] = e;
+        sum += e;
+      }
+      const float inv = 1.0f / sum;
+      float* o = out + int64_t(row) * q_dim + int64_t(h) * hd;
+      std::fill(o, o + hd, 0.f);
+      for (int j = 0; j < ctx; ++j) {
+        const float w = sc[static_cast<size_t>(j)] * inv;
+        sc[static_cast<size_t>(j)] = w;
+        const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
+        const float* vj = cache.v(layer, slot) + int64_t(kvh) * hd;
+        for (int e = 0; e < hd; ++e) o[e] += w * vj[e];
+      }
+      if (rec_seq == &fs)
+        record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h].assign(sc.begin(), sc.begin() + ctx);
+    }
+  });
+}
+
+void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  };
+  if (n < (1 << 15)) body(0, n);
+  else pool_.parallel_for(n, body, 4096);
+}
+
+void CpuBackend::add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace llmwb

@@ -1,0 +1,34 @@
+// cpu_backend.h — the Backend on the CPU: a thread pool, SIMD matmuls (matmul.h), and plain
+// loops (auto-vectorized) for the cheap element-wise operations.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace llmwb {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads);
+  std::string name() const override;
+  int num_threads() const override { return pool_.size(); }
+  ThreadPool& pool() { return pool_; }
+
+  void embed(const TensorView& table, const int* tokens, int n_rows, float* out) override;
+  void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) override;
+  void matmul(const TensorView& W, const float* x, int n_rows, float* y) override;
+  void rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) override;
+  void store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) override;
+  void attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
+                 const AttentionParams& p, float* out, AttentionRecord* record) override;
+  void silu_mul(float* gate, const float* up, int64_t n) override;
+  void add(float* y, const float* x, int64_t n) override;
+
+ private:
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scores_;   // per-thread attention score rows
+};
+
+}  // namespace llmwb

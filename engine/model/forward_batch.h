@@ -1,0 +1,34 @@
+// forward_batch.h — one engine step's work for the model, flattened (as vLLM does): the new
+// tokens of every scheduled sequence back to back, each sequence with its start position and
+// block table. Prefill chunks and single decode tokens mix freely in one batch.
+#pragma once
+
+#include <vector>
+
+namespace llmwb {
+
+struct ForwardSeq {
+  int first = 0;          // index of this sequence's first new token in ForwardBatch::tokens
+  int n_tokens = 0;       // new tokens, at positions start_pos .. start_pos + n_tokens - 1
+  int start_pos = 0;      // = tokens already in the KV cache (prefix hits and earlier chunks)
+  const std::vector<int>* block_table = nullptr;
+  int logits_row = -1;    // row of the logits output for the last new token, -1: not needed
+  bool capture_attention = false;  // record this sequence's attention weights (heatmap)
+};
+
+struct ForwardBatch {
+  std::vector<int> tokens;
+  std::vector<ForwardSeq> seqs;
+  int num_logit_rows = 0;
+};
+
+// Attention weights recorded during a forward pass for the sequence marked capture_attention:
+// for each of its new tokens (query) and each head, the softmax row over positions 0..pos.
+struct AttentionRecord {
+  int layer = 0;
+  int n_heads = 0;
+  int start_pos = 0;                         // position of the first query
+  std::vector<std::vector<float>> rows;      // [query * n_heads + head] -> weights (pos+1 long)
+};
+
+}  // namespace llmwb

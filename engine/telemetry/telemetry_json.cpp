@@ -1,0 +1,52 @@
+#include "telemetry/telemetry_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace llmwb {
+
+std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
+  nlohmann::json j;
+  j["step"] = t.step;
+  j["time"] = t.time;
+  j["step_seconds"] = t.step_seconds;
+  j["schedule_seconds"] = t.schedule_seconds;
+  j["forward_seconds"] = t.forward_seconds;
+  j["sample_seconds"] = t.sample_seconds;
+  j["prefill_tokens"] = t.num_prefill_tokens;
+  j["decode_tokens"] = t.num_decode_tokens;
+  j["prefill_seqs"] = t.num_prefill_seqs;
+  j["decode_seqs"] = t.num_decode_seqs;
+  j["running"] = t.num_running;
+  j["waiting"] = t.num_waiting;
+  j["preempted"] = t.num_preempted;
+  j["preemptions_total"] = t.preemptions_total;
+  j["prefix_cache_hit_tokens_total"] = t.prefix_cache_hit_tokens_total;
+  j["prefix_cache_queried_tokens_total"] = t.prefix_cache_queried_tokens_total;
+  j["block_size"] = t.block_size;
+  j["blocks_total"] = t.blocks_total;
+  j["blocks_used"] = t.blocks_used;
+  j["blocks_cached"] = t.blocks_cached;
+  j["blocks_free"] = t.blocks_free;
+  j["slots_allocated"] = t.slots_allocated;
+  j["slots_filled"] = t.slots_filled;
+  j["fragmentation"] = t.slots_allocated ? 1.0 - double(t.slots_filled) / double(t.slots_allocated) : 0.0;
+  j["kv_bytes_total"] = t.kv_bytes_total;
+  auto seqs = nlohmann::json::array();
+  for (const auto& s : t.sequences)
+    seqs.push_back({{"request_id", s.request_id},
+                    {"sample", s.sample_index},
+                    {"tokens", s.num_tokens},
+                    {"computed", s.num_computed},
+                    {"prompt_tokens", s.num_prompt_tokens},
+                    {"state", s.state},
+                    {"block_table", s.block_table}});
+  j["sequences"] = std::move(seqs);
+  if (with_blocks) {
+    auto blocks = nlohmann::json::array();
+    for (const auto& b : t.blocks) blocks.push_back({b.owner, b.ref_count, b.filled, b.cached ? 1 : 0});
+    j["blocks"] = std::move(blocks);   // [owner, ref_count, filled, cached] per physical block
+  }
+  return j.dump();
+}
+
+}  // namespace llmwb
