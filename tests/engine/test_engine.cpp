@@ -1,0 +1,397 @@
+// The Engine end to end on real and random models: continuous batching gives the same tokens
+// as one-at-a-time runs, paged KV accounting holds at every step, prefix caching skips work,
+// preemption under a tiny pool loses nothing, and bad requests get clear errors.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "llmwb/engine.h"
+#include "llmwb/errors.h"
+#include "model/model_maker.h"
+#include "support/test_support.h"
+
+using namespace llmwb;
+
+namespace {
+
+EngineConfig stories(int threads = 2) {
+  EngineConfig c;
+  c.model = test::shared_path("models/stories260K/stories260K.bin");
+  c.tokenizer = test::shared_path("models/stories260K/tok512.bin");
+  c.threads = threads;
+  c.max_model_len = 512;
+  return c;
+}
+
+const std::string& random_model_path() {
+  static const std::string path = [] {
+    ModelMakerOptions o;
+    o.config.name = "engine-test";
+    o.config.dim = 128;
+    o.config.hidden_dim = 200;
+    o.config.n_layers = 2;
+    o.config.n_heads = 8;
+    o.config.n_kv_heads = 2;
+    o.config.head_dim = 16;
+    o.config.vocab_size = 700;
+    o.config.max_seq_len = 256;
+    o.format = "gguf";
+    o.dtype = DType::F16;
+    o.seed = 99;
+    o.out = test::scratch_dir("engine_random_model") + "/m.gguf";
+    make_model(o);
+    return o.out;
+  }();
+  return path;
+}
+
+struct Job {
+  std::vector<int> prompt;
+  SamplingParams params;
+};
+
+// Checks the KV accounting of the last step.
+void expect_block_accounting(const Engine& e) {
+  const StepTelemetry& t = e.telemetry();
+  EXPECT_EQ(t.blocks_used + t.blocks_cached + t.blocks_free, t.blocks_total) << "step " << t.step;
+  std::map<int, int> holders;
+  for (const auto& s : t.sequences)
+    for (int b : s.block_table) holders[b]++;
+  for (auto [b, n] : holders) {
+    ASSERT_LT(b, static_cast<int>(t.blocks.size()));
+    EXPECT_EQ(t.blocks[static_cast<size_t>(b)].ref_count, n) << "block " << b << " at step " << t.step;
+  }
+}
+
+// Runs jobs with staggered arrivals: job i is added at step arrival[i].
+std::vector<std::vector<int>> run_staggered(Engine& e, const std::vector<Job>& jobs, const std::vector<int>& arrival) {
+  std::vector<std::vector<int>> out(jobs.size());
+  std::map<uint64_t, size_t> idx;
+  size_t added = 0, done = 0;
+  for (int step = 0; done < jobs.size(); ++step) {
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (arrival[i] == step) {
+        idx[e.add_request_tokens(jobs[i].prompt, jobs[i].params)] = i;
+        ++added;
+      }
+    for (auto& o : e.step())
+      if (o.finished) {
+        out[idx.at(o.request_id)] = o.outputs[0].token_ids;
+        ++done;
+      }
+    expect_block_accounting(e);
+    EXPECT_LT(step, 100000) << "engine made no progress";
+    if (step > 100000) break;
+  }
+  return out;
+}
+
+std::vector<int> run_alone(const EngineConfig& c, const Job& j) {
+  Engine e(c);
+  return run_staggered(e, {j}, {0})[0];
+}
+
+std::vector<Job> make_jobs(int n, int vocab, int max_tokens, float temperature, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    Job j;
+    j.prompt.push_back(1);
+    const int len = 1 + static_cast<int>(rng() % 40);
+    for (int k = 0; k < len; ++k) j.prompt.push_back(3 + static_cast<int>(rng() % static_cast<uint32_t>(vocab - 3)));
+    j.params.temperature = temperature;
+    j.params.max_tokens = max_tokens - static_cast<int>(rng() % 10);
+    j.params.seed = 1000 + i;
+    j.params.ignore_eos = true;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+void expect_batched_equals_sequential(const EngineConfig& c, int vocab, float temperature) {
+  auto jobs = make_jobs(8, vocab, 40, temperature, 5);
+  std::vector<int> arrival{0, 0, 1, 3, 3, 7, 12, 20};
+  Engine e(c);
+  auto batched = run_staggered(e, jobs, arrival);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(batched[i], run_alone(c, jobs[i])) << "request " << i;
+    EXPECT_EQ(static_cast<int>(batched[i].size()), jobs[i].params.max_tokens);
+  }
+}
+
+TEST(Engine, GreedyBatchedWithStaggeredArrivalsEqualsSequential_Stories260K) {
+  expect_batched_equals_sequential(stories(), 512, 0.f);
+}
+
+TEST(Engine, GreedyBatchedWithStaggeredArrivalsEqualsSequential_RandomModel) {
+  EngineConfig c;
+  c.model = random_model_path();
+  c.threads = 2;
+  expect_batched_equals_sequential(c, 700, 0.f);
+}
+
+TEST(Engine, SeededSamplingBatchedEqualsSequential) {
+  expect_batched_equals_sequential(stories(), 512, 0.9f);
+  EngineConfig c;
+  c.model = random_model_path();
+  c.threads = 2;
+  expect_batched_equals_sequential(c, 700, 1.0f);
+}
+
+TEST(Engine, SameSeedRepeatsAndOtherSeedDiffers) {
+  Job j{{1}, {}};
+  j.params.temperature = 1.0f;
+  j.params.max_tokens = 50;
+  j.params.seed = 42;
+  const auto a = run_alone(stories(), j), b = run_alone(stories(), j);
+  EXPECT_EQ(a, b);
+  j.params.seed = 43;
+  EXPECT_NE(a, run_alone(stories(), j));
+}
+
+TEST(Engine, ChunkedPrefillGivesTheSameTokens) {
+  Job j{{}, {}};
+  j.prompt = make_jobs(1, 512, 10, 0, 77)[0].prompt;
+  while (j.prompt.size() < 200) j.prompt.push_back(100 + static_cast<int>(j.prompt.size() % 300));
+  j.params.temperature = 0;
+  j.params.max_tokens = 30;
+  EngineConfig small = stories();
+  small.max_num_batched_tokens = 32;   // the 200-token prompt takes 7 steps
+  Engine e(small);
+  e.add_request_tokens(j.prompt, j.params);
+  int prefill_steps = 0;
+  std::vector<int> got;
+  while (e.has_unfinished()) {
+    for (auto& o : e.step())
+      if (o.finished) got = o.outputs[0].token_ids;
+    EXPECT_LE(e.telemetry().num_prefill_tokens + e.telemetry().num_decode_tokens, 32);
+    prefill_steps += e.telemetry().num_prefill_tokens > 0;
+  }
+  EXPECT_GE(prefill_steps, 7);
+  EXPECT_EQ(got, run_alone(stories(), j));
+}
+
+TEST(Engine, TinyKvPoolPreemptsAndEveryRequestStillFinishesCorrectly) {
+  EngineConfig c = stories();
+  c.block_size = 8;
+  // 24 blocks of 8 tokens (192 slots) for 10 requests of up to ~90 tokens each.
+  c.kv_memory_bytes = 24ull * 2 * 5 * 8 * 4 * 8 * 4;
+  auto jobs = make_jobs(10, 512, 50, 0.f, 11);
+  std::vector<int> arrival(10, 0);
+  Engine e(c);
+  EXPECT_EQ(e.telemetry().blocks_total, 24);
+  auto batched = run_staggered(e, jobs, arrival);
+  EXPECT_GT(e.telemetry().preemptions_total, 0u) << "the pool was meant to run out";
+  EXPECT_EQ(e.telemetry().blocks_used, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], run_alone(stories(), jobs[i])) << "request " << i;
+}
+
+std::vector<int> story_tokens(Engine& e, size_t n) {
+  std::string text = test::read_file(test::shared_path("models/stories260K/greedy-from-bos.txt"));
+  std::vector<int> ids = e.encode(text + " " + text, true);
+  ids.resize(n);
+  return ids;
+}
+
+TEST(Engine, PrefixCacheSkipsASharedThreeHundredTokenPrefixAndChangesNothing) {
+  std::vector<int> out_on, out_off;
+  for (bool caching : {true, false}) {
+    EngineConfig c = stories();
+    c.enable_prefix_caching = caching;
+    Engine e(c);
+    std::vector<int> prefix = story_tokens(e, 300);
+    SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = 20;
+    std::vector<int> first = prefix, second = prefix;
+    first.push_back(e.encode(" Tom", false).back());
+    second.push_back(e.encode(" Sue", false).back());
+    e.add_request_tokens(first, p);
+    while (e.has_unfinished()) e.step();
+    const uint64_t before = e.telemetry().prefix_cache_hit_tokens_total;
+    e.add_request_tokens(second, p);
+    int prefill = 0;
+    RequestOutput last;
+    while (e.has_unfinished()) {
+      for (auto& o : e.step())
+        if (o.finished) last = o;
+      prefill += e.telemetry().num_prefill_tokens;
+    }
+    if (caching) {
+      EXPECT_EQ(last.num_cached_prompt_tokens, 288);   // 18 full blocks of 16 of the 300 shared tokens
+      EXPECT_EQ(e.telemetry().prefix_cache_hit_tokens_total - before, 288u);
+      EXPECT_EQ(prefill, 301 - 288);
+      out_on = last.outputs[0].token_ids;
+    } else {
+      EXPECT_EQ(last.num_cached_prompt_tokens, 0);
+      EXPECT_EQ(prefill, 301);
+      out_off = last.outputs[0].token_ids;
+    }
+  }
+  EXPECT_EQ(out_on, out_off);
+}
+
+TEST(Engine, ParallelSamplesShareThePromptBlocks) {
+  Engine e(stories());
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.n = 4;
+  p.seed = 7;
+  p.max_tokens = 30;
+  p.ignore_eos = true;
+  std::vector<int> prompt = story_tokens(e, 40);
+  e.add_request_tokens(prompt, p);
+  bool saw_shared = false;
+  RequestOutput final_out;
+  while (e.has_unfinished()) {
+    for (auto& o : e.step())
+      if (o.finished) final_out = o;
+    expect_block_accounting(e);
+    for (const auto& b : e.telemetry().blocks) saw_shared |= b.ref_count == 4;
+  }
+  EXPECT_TRUE(saw_shared) << "the 2 full prompt blocks should be held by all 4 samples";
+  ASSERT_EQ(final_out.outputs.size(), 4u);
+  std::set<std::vector<int>> distinct;
+  for (const auto& c : final_out.outputs) {
+    EXPECT_EQ(c.token_ids.size(), 30u);
+    distinct.insert(c.token_ids);
+  }
+  EXPECT_GT(distinct.size(), 1u);
+  EXPECT_EQ(e.telemetry().blocks_used, 0);
+}
+
+TEST(Engine, StopStringEndsTheCompletionBeforeIt) {
+  Engine e(stories());
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 100;
+  p.stop = {"Lily"};
+  e.add_request("", p);
+  std::string streamed;
+  RequestOutput last;
+  while (e.has_unfinished())
+    for (auto& o : e.step()) {
+      streamed += o.outputs[0].delta;
+      last = o;
+    }
+  EXPECT_EQ(last.outputs[0].text, "Once upon a time, there was a little girl named ");
+  EXPECT_EQ(streamed, last.outputs[0].text);
+  EXPECT_EQ(last.outputs[0].finish_reason, FinishReason::Stop);
+  EXPECT_EQ(last.outputs[0].stop_reason, "Lily");
+}
+
+TEST(Engine, AbortReturnsBlocksAtOnce) {
+  Engine e(stories());
+  SamplingParams p;
+  p.max_tokens = 200;
+  p.ignore_eos = true;
+  const uint64_t id = e.add_request("Once upon a time", p);
+  for (int i = 0; i < 5; ++i) e.step();
+  EXPECT_GT(e.telemetry().blocks_used, 0);
+  e.abort(id);
+  auto outs = e.step();
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_TRUE(outs[0].finished);
+  EXPECT_EQ(outs[0].outputs[0].finish_reason, FinishReason::Abort);
+  EXPECT_EQ(e.telemetry().blocks_used, 0);
+  EXPECT_FALSE(e.has_unfinished());
+}
+
+TEST(Engine, PromptLongerThanTheContextIsRejectedWithAClearError) {
+  EngineConfig c = stories();
+  c.max_model_len = 64;
+  Engine e(c);
+  std::vector<int> prompt(64, 5);
+  try {
+    e.add_request_tokens(prompt, {});
+    FAIL() << "expected an error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("context length is 64"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Engine, RequestLargerThanTheWholeKvPoolIsRejectedWithAClearError) {
+  EngineConfig c = stories();
+  c.kv_memory_bytes = 4ull * 2 * 5 * 16 * 4 * 8 * 4;   // 4 blocks of 16 tokens
+  Engine e(c);
+  SamplingParams p;
+  p.max_tokens = 100;
+  try {
+    e.add_request("Once", p);
+    FAIL() << "expected an error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("whole pool holds 4 blocks"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Engine, BadSamplingParametersNameTheField) {
+  Engine e(stories());
+  SamplingParams p;
+  p.top_p = 0;
+  EXPECT_THROW(
+      {
+        try {
+          e.add_request("x", p);
+        } catch (const Error& err) {
+          EXPECT_NE(std::string(err.what()).find("top_p"), std::string::npos);
+          throw;
+        }
+      },
+      Error);
+  std::vector<int> bad{1, 9999};
+  EXPECT_THROW(e.add_request_tokens(bad, {}), Error);
+}
+
+TEST(Engine, StreamedDeltasNeverSplitAUtf8Character) {
+  Engine e(stories());
+  SamplingParams p;
+  p.temperature = 1.5f;
+  p.seed = 3;
+  p.max_tokens = 200;
+  e.add_request("Ümlaut café 日本 🙂", p);
+  std::string all;
+  while (e.has_unfinished())
+    for (auto& o : e.step()) {
+      const std::string& d = o.outputs[0].delta;
+      all += d;
+      // A chunk must end on a character boundary: no dangling lead or continuation bytes.
+      size_t i = 0;
+      while (i < d.size()) {
+        const unsigned char c = static_cast<unsigned char>(d[i]);
+        const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        ASSERT_LE(i + len, d.size()) << "chunk ends inside a character";
+        i += len;
+      }
+    }
+  EXPECT_FALSE(all.empty());
+}
+
+TEST(Engine, AttentionCaptureRecordsSoftmaxRows) {
+  Engine e(stories());
+  e.set_attention_capture(AttentionCaptureRequest{2, 8});
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 12;
+  e.add_request("Once upon a time", p);
+  std::shared_ptr<const AttentionSnapshot> snap;
+  while (e.has_unfinished()) {
+    e.step();
+    if (e.telemetry().attention) snap = e.telemetry().attention;
+  }
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->layer, 2);
+  EXPECT_EQ(snap->n_heads, 8);
+  ASSERT_EQ(snap->query_positions.size(), 8u);
+  const size_t L = static_cast<size_t>(snap->context_len);
+  for (size_t q = 0; q < snap->query_positions.size(); ++q)
+    for (int h = 0; h < snap->n_heads; ++h) {
+      double sum = 0;
+      for (size_t k = 0; k < L; ++k) sum += snap->weights[(q * snap->n_heads + h) * L + k];
+      EXPECT_NEAR(sum, 1.0, 1e-4) << "query " << q << " head " << h;
+    }
+  EXPECT_THROW(e.set_attention_capture(AttentionCaptureRequest{9, 8}), Error);
+}
+
+}  // namespace
