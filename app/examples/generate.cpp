@@ -8,14 +8,20 @@
 int main(int argc, char** argv) {
   const std::string model = argc > 1 ? argv[1] : LLMWB_DEFAULT_MODEL;
   try {
-    llmwb::LLM llm({.model = model});
+    llmwb::EngineConfig config;
+    config.model = model;
+    config.max_model_len = 512;   // stories260K was trained on 512 positions
+    llmwb::LLM llm(config);
     const std::vector<std::string> prompts = {
         "Hello, my name is",
         "The president of the United States is",
         "The capital of France is",
         "The future of AI is",
     };
-    llmwb::SamplingParams params{.temperature = 0.8f, .top_p = 0.95f, .max_tokens = 100};
+    llmwb::SamplingParams params;
+    params.temperature = 0.8f;
+    params.top_p = 0.95f;
+    params.max_tokens = 100;
     for (const auto& out : llm.generate(prompts, params)) {
       if (!out.error.empty()) {
         std::printf("Prompt: %s\nError: %s\n\n", out.prompt.c_str(), out.error.c_str());

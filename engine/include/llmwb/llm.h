@@ -1,7 +1,8 @@
 // llmwb/llm.h — the offline entry point users know from vLLM:
 //
-//   llmwb::LLM llm({.model = "stories260K.gguf"});
-//   llmwb::SamplingParams params{.temperature = 0.8f, .top_p = 0.95f, .max_tokens = 100};
+//   llmwb::LLM llm("stories260K.gguf");
+//   llmwb::SamplingParams params;
+//   params.temperature = 0.8f, params.top_p = 0.95f, params.max_tokens = 100;
 //   for (auto& out : llm.generate({"Hello, my name is"}, params))
 //     std::cout << out.prompt << out.outputs[0].text << "\n";
 #pragma once

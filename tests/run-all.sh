@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds
+# (Release, with the GUI and, where the toolkit exists, the CUDA kernels), runs every CTest test
+# (engine, CLI, GUI offscreen; GPU tests skip without a GPU), then the engine tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then the GGUF / safetensors fuzzers for a
+# bounded time.
+#
+#   bash tests/run-all.sh            # everything
+#   LLMWB_QUICK=1 bash tests/run-all.sh   # the Release build and its tests only
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jobs="${LLMWB_JOBS:-$(nproc)}"
+cd "$root"
+
+bash installer/install-deps.sh
+
+echo "== Release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"
+
+echo "== Tests (Release)"
+(cd build && QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j "$jobs" --timeout 1200)
+
+if [[ -z "${LLMWB_QUICK:-}" ]]; then
+  echo "== Engine tests under ASan + UBSan"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMWB_SANITIZE=ON \
+    -DLLMWB_BUILD_GUI=OFF -DLLMWB_ENABLE_CUDA=OFF >/dev/null
+  cmake --build build-asan -j "$jobs"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j "$jobs" -L engine --timeout 1800)
+
+  echo "== Fuzzing the model-file parsers"
+  bash tests/fuzz/run-fuzz.sh "${LLMWB_FUZZ_SECONDS:-60}"
+
+fi
