@@ -395,11 +395,8 @@ Engine::Engine(const EngineConfig& config, const LoadProgress& progress) : impl_
 
 Engine::~Engine() = default;
 
-uint64_t Engine::add_request(const std::string& prompt, const SamplingParams& params) {
-  std::vector<int> ids{impl_->tok->bos_id()};
-  const std::vector<int> body = impl_->tok->encode(prompt);
-  ids.insert(ids.end(), body.begin(), body.end());
-  return impl_->add(ids, params, prompt);
+uint64_t Engine::add_request(const std::string& prompt, const SamplingParams& params, bool parse_special) {
+  return impl_->add(encode(prompt, true, parse_special), params, prompt);
 }
 
 uint64_t Engine::add_request_tokens(const std::vector<int>& prompt_ids, const SamplingParams& params,
@@ -542,10 +539,10 @@ const StepTelemetry& Engine::telemetry() const { return impl_->telemetry; }
 const ModelInfo& Engine::model_info() const { return impl_->info; }
 const EngineConfig& Engine::config() const { return impl_->cfg; }
 
-std::vector<int> Engine::encode(const std::string& text, bool add_bos) const {
+std::vector<int> Engine::encode(const std::string& text, bool add_bos, bool parse_special) const {
   std::vector<int> ids;
   if (add_bos) ids.push_back(impl_->tok->bos_id());
-  const std::vector<int> body = impl_->tok->encode(text);
+  const std::vector<int> body = parse_special ? impl_->tok->encode_with_special(text) : impl_->tok->encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }

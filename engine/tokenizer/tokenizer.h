@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/model_file.h"
@@ -21,6 +22,11 @@ class Tokenizer {
   // Encodes text without BOS/EOS. Like SentencePiece with add_dummy_prefix: a non-empty text
   // gets a leading space ("▁"), spaces become "▁", unknown bytes fall back to <0xNN> tokens.
   virtual std::vector<int> encode(std::string_view text) const = 0;
+  // Like encode, but the text of a control piece ("<s>", "</s>", or "<|im_start|>" where the
+  // vocabulary has it as a control token) becomes that token; the text between is encoded
+  // with encode(), each stretch with its own dummy prefix, as llama.cpp and Hugging Face's
+  // (legacy) Llama tokenizer do. For prompts rendered by llmwb/chat_template.h.
+  std::vector<int> encode_with_special(std::string_view text) const;
   virtual int vocab_size() const = 0;
   // The raw piece: "▁the", "<0x0A>", "<s>".
   virtual const std::string& piece(int id) const = 0;
@@ -42,7 +48,12 @@ class Tokenizer {
   std::string display(int id) const;
 
  protected:
+  // Implementations call this once their vocabulary and ids are set: it collects the control
+  // pieces that encode_with_special recognizes (longest first).
+  void index_special_pieces();
+
   int bos_id_ = 1, eos_id_ = 2, unk_id_ = 0;
+  std::vector<std::pair<std::string, int>> special_pieces_;
 };
 
 // A SentencePiece .model (libsentencepiece). Throws llmwb::Error(path, ...) on failure.

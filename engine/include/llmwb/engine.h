@@ -33,10 +33,12 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Tokenizes `prompt` (BOS added; an empty prompt is BOS alone) and queues it.
+  // Tokenizes `prompt` (BOS added; an empty prompt is BOS alone) and queues it. With
+  // `parse_special`, control pieces written in the text ("</s>", "<|im_start|>") become their
+  // tokens, as chat templates need; otherwise they stay text.
   // Throws llmwb::Error when the request can never run (too long for the context or the KV pool,
   // bad sampling parameters). Returns the request id.
-  uint64_t add_request(const std::string& prompt, const SamplingParams& params);
+  uint64_t add_request(const std::string& prompt, const SamplingParams& params, bool parse_special = false);
   uint64_t add_request_tokens(const std::vector<int>& prompt_ids, const SamplingParams& params,
                               const std::string& prompt_text = {});
   // Aborts a request at any time; its KV blocks return to the pool at once.
@@ -52,7 +54,7 @@ class Engine {
   const EngineConfig& config() const;
 
   // Tokenizer access for callers (chat templates, token chips, heatmap axes).
-  std::vector<int> encode(const std::string& text, bool add_bos) const;
+  std::vector<int> encode(const std::string& text, bool add_bos, bool parse_special = false) const;
   std::string decode(const std::vector<int>& ids) const;
   std::string token_text(int id) const;  // the piece as text ("▁the" -> " the", <0x0A> -> "\n")
   int bos_id() const;
