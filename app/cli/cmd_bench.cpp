@@ -1,0 +1,221 @@
+// llmwb-cli bench — prompt processing and generation speed, in the shape of llama.cpp's
+// llama-bench: ppN times a prompt of N tokens (one forward pass over all of them, plus the
+// sampling of one token), tgN times N generated tokens after a 1-token prompt, counting
+// decode steps only. Each test runs once to warm up, then --reps times; the table shows the
+// median tokens/s and the standard deviation over the repetitions.
+//
+// Prompts are random token ids (seeded, a fresh prompt per repetition) and the prefix cache
+// is off, so no repetition reuses another's KV blocks.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "args.h"
+#include "backend/cpu/matmul.h"
+#include "command.h"
+#include "engine_flags.h"
+#include "llmwb/engine.h"
+#include "llmwb/errors.h"
+
+namespace llmwb::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TestResult {
+  std::string name;     // pp128, tg128
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> samples_ts;   // tokens/s of each repetition
+  double median = 0, stddev = 0;
+  std::string error;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double stddev_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+std::vector<int> random_prompt(int n, int vocab, std::mt19937_64& rng) {
+  // Ids 0..2 are <unk>, <s>, </s> in Llama vocabularies: ordinary text never contains them.
+  std::uniform_int_distribution<int> d(std::min(3, vocab - 1), vocab - 1);
+  std::vector<int> ids(static_cast<size_t>(n));
+  for (int& t : ids) t = d(rng);
+  return ids;
+}
+
+SamplingParams bench_params(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;   // greedy: no sampler cost worth measuring, same work every run
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+// Tokens/s of one prompt-processing run: the wall time of the steps until the request ends.
+double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng) {
+  const std::vector<int> prompt = random_prompt(n_prompt, engine.model_info().vocab_size, rng);
+  engine.add_request_tokens(prompt, bench_params(1));
+  const auto t0 = Clock::now();
+  while (engine.has_unfinished()) engine.step();
+  return n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Tokens/s of one generation run: only steps that computed decode tokens and no prompt
+// tokens are counted, so the prefill of the 1-token prompt is excluded.
+double run_tg(Engine& engine, int n_gen, std::mt19937_64& rng) {
+  engine.add_request_tokens(random_prompt(1, engine.model_info().vocab_size, rng), bench_params(n_gen));
+  double seconds = 0;
+  int64_t tokens = 0;
+  while (engine.has_unfinished()) {
+    const auto t0 = Clock::now();
+    engine.step();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const StepTelemetry& t = engine.telemetry();
+    if (t.num_decode_tokens > 0 && t.num_prefill_tokens == 0) {
+      seconds += s;
+      tokens += t.num_decode_tokens;
+    }
+  }
+  if (tokens == 0 || seconds <= 0) throw Error("bench", "no decode step was observed");
+  return static_cast<double>(tokens) / seconds;
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  const double v = static_cast<double>(b);
+  if (v >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1024.0 * 1024));
+  return buf;
+}
+
+std::string human_count(uint64_t n) {
+  char buf[64];
+  const double v = static_cast<double>(n);
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2f B", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2f M", v / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f K", v / 1e3);
+  return buf;
+}
+
+std::string base_name(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const auto slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+int run_bench(const std::vector<std::string>& argv) {
+  Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed"}}), join({engine_bool_flags(), {"json"}}));
+  EngineConfig cfg = engine_config_from(a);
+  cfg.enable_prefix_caching = false;
+  const std::vector<int64_t> pp = a.int_list("p", {128, 512}, 0);
+  const std::vector<int64_t> tg = a.int_list("n", {128}, 0);
+  const int reps = static_cast<int>(a.integer("r", a.integer("reps", 5, 1, 1000), 1, 1000));
+  const uint64_t seed = a.u64("seed").value_or(1234);
+  const bool json = a.flag("json");
+
+  Engine engine(cfg);
+  const ModelInfo& info = engine.model_info();
+  const int threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string backend = cfg.backend;
+  if (backend == "cpu") backend += std::string(" (") + cpu::simd_level_name(cpu::simd_level()) + ")";
+
+  std::vector<TestResult> results;
+  for (int64_t p : pp) {
+    if (p > 0) results.push_back({"pp" + std::to_string(p), static_cast<int>(p), 0, {}, 0, 0, {}});
+  }
+  for (int64_t n : tg) {
+    if (n > 0) results.push_back({"tg" + std::to_string(n), 0, static_cast<int>(n), {}, 0, 0, {}});
+  }
+  std::mt19937_64 rng(seed);
+  for (TestResult& r : results) {
+    try {
+      for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
+        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, rng);
+        if (i > 0) r.samples_ts.push_back(ts);
+      }
+      r.median = median_of(r.samples_ts);
+      r.stddev = stddev_of(r.samples_ts);
+    } catch (const Error& e) {
+      r.error = e.what();
+      while (engine.has_unfinished()) engine.step();
+    }
+    if (!json) std::fprintf(stderr, "%s done\n", r.name.c_str());
+  }
+
+  const std::string model = base_name(info.path.empty() ? cfg.model : info.path);
+  if (json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const TestResult& r : results) {
+      nlohmann::json j = {{"model", model},
+                          {"model_path", cfg.model},
+                          {"model_size", info.weight_bytes},
+                          {"model_n_params", info.n_params},
+                          {"backend", backend},
+                          {"n_threads", threads},
+                          {"test", r.name},
+                          {"n_prompt", r.n_prompt},
+                          {"n_gen", r.n_gen},
+                          {"reps", reps},
+                          {"median_ts", r.median},
+                          {"stddev_ts", r.stddev},
+                          {"samples_ts", r.samples_ts}};
+      if (!r.error.empty()) j["error"] = r.error;
+      arr.push_back(j);
+    }
+    std::printf("%s\n", arr.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| %-24s | %10s | %9s | %-14s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
+              "test", "t/s");
+  std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
+              std::string(8, '-').c_str(), std::string(14, '-').c_str(), std::string(6, '-').c_str(),
+              std::string(6, '-').c_str(), std::string(19, '-').c_str());
+  for (const TestResult& r : results) {
+    char ts[64];
+    if (r.error.empty()) std::snprintf(ts, sizeof ts, "%.2f ± %.2f", r.median, r.stddev);
+    else std::snprintf(ts, sizeof ts, "%s", "error");
+    std::printf("| %-24s | %10s | %9s | %-14s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
+                human_count(info.n_params).c_str(), backend.c_str(), threads, r.name.c_str(), ts);
+  }
+  int failed = 0;
+  for (const TestResult& r : results) {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "%s: %s\n", r.name.c_str(), r.error.c_str());
+      ++failed;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+const std::string kUsage =
+    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [engine flags]\n"
+                "  -p LIST                 prompt sizes to time (ppN); 0 = none (default 128,512)\n"
+                "  -n LIST                 generation lengths to time (tgN), after a 1-token prompt (default 128)\n"
+                "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
+                "  --seed S                seed of the random prompts (default 1234)\n"
+                "  --json                  print a JSON array, one object per test\n") +
+    engine_flags_usage();
+
+const CommandRegistration reg({"bench", "prompt-processing and generation speed (pp/tg tokens per second, like llama-bench)",
+                               kUsage.c_str(), &run_bench});
+
+}  // namespace
+}  // namespace llmwb::cli

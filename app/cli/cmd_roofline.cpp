@@ -1,0 +1,345 @@
+// llmwb-cli roofline — the machine's two ceilings for LLM inference on the CPU: memory
+// bandwidth (STREAM-style copy / read / triad over arrays far larger than the caches) and the
+// peak fp32 FMA rate (an unrolled loop of independent FMAs at the best SIMD level). Decode
+// (GEMV) is bound by the first, prefill (GEMM) by the second. With --kernels it also times
+// matmul() on tinyllama-1.1b-sized matrices and reports each as a fraction of its ceiling.
+//
+// STREAM (McCalpin) conventions: copy counts 2 x 4 bytes per element, triad 3 x 4 (the
+// write-allocate read is not counted), read 4; the best of several repetitions is reported.
+// "read" is the pattern of decode, which only streams weights: it is the GEMV ceiling.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "backend/cpu/fma_peak.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/thread_pool.h"
+#include "command.h"
+#include "llmwb/errors.h"
+#include "model/tensor.h"
+
+namespace llmwb::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+// Arrays of floats, never touched before the parallel first-touch fill, so that each
+// thread's share lives in memory near the core that streams it.
+struct StreamArrays {
+  size_t n = 0;
+  std::unique_ptr<float[]> a, b, c;
+};
+
+void share(size_t n, int ith, int nth, size_t* begin, size_t* end) {
+  *begin = n * static_cast<size_t>(ith) / static_cast<size_t>(nth);
+  *end = n * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
+}
+
+struct Bandwidth {
+  double copy = 0, read = 0, triad = 0;   // GB/s (1e9 bytes)
+};
+
+Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps) {
+  StreamArrays s;
+  s.n = array_bytes / sizeof(float);
+  s.a.reset(new float[s.n]);
+  s.b.reset(new float[s.n]);
+  s.c.reset(new float[s.n]);
+  pool.run([&](int ith, int nth) {
+    size_t b0, b1;
+    share(s.n, ith, nth, &b0, &b1);
+    for (size_t i = b0; i < b1; ++i) {
+      s.a[i] = 1.0f;
+      s.b[i] = 2.0f;
+      s.c[i] = 0.5f;
+    }
+  });
+  std::vector<double> read_sums(static_cast<size_t>(pool.size()));
+  const double bytes = static_cast<double>(s.n) * sizeof(float);
+  Bandwidth best;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    pool.run([&](int ith, int nth) {
+      size_t b0, b1;
+      share(s.n, ith, nth, &b0, &b1);
+      std::memcpy(&s.c[b0], &s.a[b0], (b1 - b0) * sizeof(float));
+    });
+    best.copy = std::max(best.copy, 2 * bytes / seconds_since(t0) / 1e9);
+
+    t0 = Clock::now();
+    pool.run([&](int ith, int nth) {
+      size_t b0, b1;
+      share(s.n, ith, nth, &b0, &b1);
+      // dot(b, b) streams b once (both operands are the same loads); dot_f32 is vectorised
+      // for the best SIMD level with independent partial sums, so the adds never limit it.
+      const double total = cpu::dot_f32(&s.b[b0], &s.b[b0], static_cast<int64_t>(b1 - b0));
+      read_sums[static_cast<size_t>(ith)] = total;
+    });
+    best.read = std::max(best.read, bytes / seconds_since(t0) / 1e9);
+
+    t0 = Clock::now();
+    pool.run([&](int ith, int nth) {
+      size_t b0, b1;
+      share(s.n, ith, nth, &b0, &b1);
+      const float scalar = 3.0f;
+      float* __restrict a = s.a.get();
+      const float* __restrict b = s.b.get();
+      const float* __restrict c = s.c.get();
+      for (size_t i = b0; i < b1; ++i) a[i] = b[i] + scalar * c[i];
+    });
+    best.triad = std::max(best.triad, 3 * bytes / seconds_since(t0) / 1e9);
+  }
+  double check = 0;
+  for (double v : read_sums) check += v;
+  // Each element adds 2 * 2; float partial sums round once they pass 2^24, hence the slack.
+  const double expect = 4.0 * static_cast<double>(s.n);
+  if (!(std::fabs(check - expect) < 0.05 * expect)) {
+    throw Error("roofline", "read kernel summed to " + std::to_string(check) + ", expected " + std::to_string(expect));
+  }
+  return best;
+}
+
+// GFLOP/s of `threads` threads each running the FMA loop, best of `reps`.
+double measure_peak(int threads, cpu::SimdLevel level, int reps) {
+  ThreadPool pool(threads);
+  // Calibrate: about 0.2 s per repetition.
+  int64_t iters = 1 << 16;
+  for (;;) {
+    const auto t0 = Clock::now();
+    cpu::fma_loop(level, iters);
+    const double s = seconds_since(t0);
+    if (s > 0.02 || iters > (int64_t{1} << 40)) {
+      iters = static_cast<int64_t>(static_cast<double>(iters) * 0.2 / std::max(s, 1e-6));
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> flops(static_cast<size_t>(threads));
+    const auto t0 = Clock::now();
+    pool.run([&](int ith, int) { flops[static_cast<size_t>(ith)] = cpu::fma_loop(level, iters); });
+    const double s = seconds_since(t0);
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s / 1e9);
+  }
+  return best;
+}
+
+struct KernelResult {
+  std::string matrix, dtype;
+  int64_t rows = 0, cols = 0, tokens = 0;
+  double ms = 0, gbps = 0, gflops = 0;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c != ',') {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// matmul() on one weight shape. For decode (one token) the weights rotate over enough copies
+// to exceed `working_set` bytes, so every call streams its matrix from memory as in a real
+// forward pass rather than from a cache that happens to hold a whole matrix.
+KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int64_t cols, DType dt,
+                         int64_t tokens, uint64_t working_set, int reps) {
+  const uint64_t row_bytes = dtype_row_bytes(dt, cols);
+  const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
+  const int copies = tokens == 1 ? static_cast<int>(std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes)) : 1;
+  std::vector<uint8_t> store(mat_bytes * static_cast<uint64_t>(copies));
+  {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> nd(0.0f, 0.02f);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : row) v = nd(rng);
+      quantize_row(dt, row.data(), store.data() + static_cast<uint64_t>(r) * row_bytes, cols);
+    }
+    for (int c = 1; c < copies; ++c) std::memcpy(store.data() + mat_bytes * c, store.data(), mat_bytes);
+  }
+  std::vector<TensorView> views(static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) {
+    TensorView& v = views[static_cast<size_t>(c)];
+    v.name = label;
+    v.dtype = dt;
+    v.shape = {rows, cols};
+    v.data = store.data() + mat_bytes * c;
+    v.nbytes = mat_bytes;
+  }
+  std::vector<float> x(static_cast<size_t>(tokens * cols)), y(static_cast<size_t>(tokens * rows));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+
+  for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());   // warm-up
+  std::vector<double> per_call;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());
+    per_call.push_back(seconds_since(t0) / copies);
+  }
+  KernelResult k;
+  k.matrix = label;
+  k.dtype = dtype_name(dt);
+  k.rows = rows;
+  k.cols = cols;
+  k.tokens = tokens;
+  const double s = median(per_call);
+  k.ms = s * 1e3;
+  k.gbps = static_cast<double>(mat_bytes) / s / 1e9;
+  k.gflops = 2.0 * static_cast<double>(rows * cols * tokens) / s / 1e9;
+  return k;
+}
+
+int run_roofline(const std::vector<std::string>& argv) {
+  Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set"}, {"json", "kernels"});
+  const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
+  const uint64_t array_bytes = a.bytes("array-size", uint64_t{512} << 20);
+  const int reps = static_cast<int>(a.integer("reps", 5, 1, 1000));
+  const bool json = a.flag("json");
+  if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
+
+  ThreadPool pool(threads);
+  const int nth = pool.size();
+  const cpu::SimdLevel level = cpu::simd_level();
+
+  const Bandwidth bw = measure_bandwidth(pool, array_bytes, reps);
+  std::vector<int> counts;
+  for (int t = 1; t < nth; t *= 2) counts.push_back(t);
+  counts.push_back(nth);
+  std::vector<double> peaks;
+  for (int t : counts) peaks.push_back(measure_peak(t, level, reps));
+
+  std::vector<KernelResult> kernels;
+  if (a.flag("kernels")) {
+    std::vector<DType> dtypes;
+    for (const std::string& name : split_commas(a.str("dtypes", "F32,F16"))) {
+      DType dt;
+      if (!dtype_from_name(name, &dt)) throw UsageError("--dtypes: unknown type '" + name + "'");
+      dtypes.push_back(dt);
+    }
+    const std::vector<int64_t> tokens = a.int_list("tokens", {1, 128, 512});
+    const uint64_t working_set = a.bytes("working-set", uint64_t{1} << 30);
+    // tinyllama-1.1b: dim 2048, hidden 5632, vocab 32000.
+    struct Shape {
+      const char* label;
+      int64_t rows, cols;
+    };
+    const Shape shapes[] = {{"2048x2048 (attn q/o)", 2048, 2048},
+                            {"5632x2048 (ffn w1/w3)", 5632, 2048},
+                            {"2048x5632 (ffn w2)", 2048, 5632},
+                            {"32000x2048 (output)", 32000, 2048}};
+    for (DType dt : dtypes) {
+      for (const Shape& s : shapes) {
+        for (int64_t t : tokens) {
+          kernels.push_back(time_matmul(pool, s.label, s.rows, s.cols, dt, t, working_set, reps));
+          if (!json) std::fprintf(stderr, ".");
+        }
+      }
+    }
+    if (!json) std::fprintf(stderr, "\n");
+  }
+
+  const double peak_all = peaks.back();
+  if (json) {
+    nlohmann::json j;
+    j["cpu"] = cpu_model_name();
+    j["simd"] = cpu::simd_level_name(level);
+    j["threads"] = nth;
+    j["array_bytes"] = array_bytes;
+    j["bandwidth_gbps"] = {{"copy", bw.copy}, {"read", bw.read}, {"triad", bw.triad}};
+    nlohmann::json pk = nlohmann::json::object();
+    for (size_t i = 0; i < counts.size(); ++i) pk[std::to_string(counts[i])] = peaks[i];
+    j["peak_fma_gflops"] = pk;
+    nlohmann::json ks = nlohmann::json::array();
+    for (const KernelResult& k : kernels) {
+      ks.push_back({{"matrix", k.matrix}, {"dtype", k.dtype}, {"rows", k.rows}, {"cols", k.cols},
+                    {"tokens", k.tokens}, {"ms", k.ms}, {"weight_gbps", k.gbps}, {"gflops", k.gflops},
+                    {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all}});
+    }
+    if (a.flag("kernels")) j["kernels"] = ks;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("cpu: %s, simd %s, %d threads\n", cpu_model_name().c_str(), cpu::simd_level_name(level), nth);
+  std::printf("memory bandwidth (3 arrays x %.0f MiB, best of %d):\n", static_cast<double>(array_bytes) / (1 << 20),
+              reps);
+  std::printf("  copy  %8.2f GB/s\n  read  %8.2f GB/s\n  triad %8.2f GB/s\n", bw.copy, bw.read, bw.triad);
+  std::printf("peak fp32 FMA (%s, best of %d):\n", cpu::simd_level_name(level), reps);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    std::printf("  %3d thread%s %9.1f GFLOP/s\n", counts[i], counts[i] == 1 ? " " : "s", peaks[i]);
+  }
+  if (!kernels.empty()) {
+    std::printf("\nmatmul (median of %d; decode rows: weight bytes / time vs read bandwidth, "
+                "prefill rows: GFLOP/s vs peak)\n",
+                reps);
+    std::printf("| %-22s | %-5s | %6s | %9s | %8s | %9s | %9s |\n", "matrix", "dtype", "tokens", "ms", "GB/s",
+                "GFLOP/s", "% ceiling");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(24, '-').c_str(), std::string(7, '-').c_str(),
+                std::string(8, '-').c_str(), std::string(11, '-').c_str(), std::string(10, '-').c_str(),
+                std::string(11, '-').c_str(), std::string(11, '-').c_str());
+    for (const KernelResult& k : kernels) {
+      const double frac = k.tokens == 1 ? k.gbps / bw.read : k.gflops / peak_all;
+      std::printf("| %-22s | %-5s | %6lld | %9.3f | %8.2f | %9.1f | %8.1f%% |\n", k.matrix.c_str(), k.dtype.c_str(),
+                  static_cast<long long>(k.tokens), k.ms, k.gbps, k.gflops, 100.0 * frac);
+    }
+  }
+  return 0;
+}
+
+const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate of this machine (the roofline ceilings)",
+                               "[--threads N] [--array-size 512M] [--reps 5] [--json]\n"
+                               "       [--kernels [--dtypes F32,F16] [--tokens 1,128,512] [--working-set 1G]]\n"
+                               "  --threads N        threads (default: all)\n"
+                               "  --array-size SIZE  bytes per STREAM array (default 512M; keep it far above the L3)\n"
+                               "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
+                               "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
+                               "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0)\n"
+                               "  --tokens LIST      token counts for --kernels: 1 = decode GEMV, more = prefill GEMM\n"
+                               "  --working-set SIZE decode weights rotate over copies totalling this (default 1G)\n"
+                               "  --json             print one JSON object instead of the table",
+                               &run_roofline});
+
+}  // namespace
+}  // namespace llmwb::cli

@@ -1,0 +1,196 @@
+// thread_pool.cpp — persistent workers with a spin-then-sleep start/finish barrier.
+//
+// A decode step calls run() a few hundred times per token (every matmul, every attention
+// head group), each job lasting tens of microseconds, so dispatch must cost about a
+// microsecond: a condition variable round trip (two futex syscalls plus a wake-up) is 10-50x
+// too slow. Workers therefore spin on a generation counter for a short while after each
+// job and only then sleep on it (C++20 atomic wait = futex). The caller likewise spins on a
+// pending-job counter. Sleeping is announced through a counter that the other side reads
+// after publishing its change (both seq_cst: the Dekker pattern), so the wake-up syscall is
+// skipped whenever nobody sleeps, which is the common case on the hot path.
+#include "backend/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace llmwb {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// How long an idle thread spins before sleeping. Long enough to cover the gap between two
+// matmuls of a forward pass (norms, RoPE and the like run on the caller in between), short
+// enough not to burn a core for long once the engine goes idle.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Spins until pred() or the spin budget is spent. Returns pred()'s last value. After a few
+// microseconds of pure spinning it also yields: when the machine has more runnable threads
+// than cores, the thread we wait for may be queued behind us on this very core.
+template <typename Pred>
+bool spin_until(Pred pred) {
+  for (int i = 0; i < 256; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+    std::this_thread::yield();
+  }
+}
+
+// The pool whose job the current thread is running, so that a nested run() on the same pool
+// executes inline instead of deadlocking.
+thread_local const void* t_running_pool = nullptr;
+
+}  // namespace
+
+struct ThreadPool::Impl {
+  int n = 1;
+  std::vector<std::thread> workers;
+
+  // Job state, written by the caller before bumping `generation`.
+  const std::function<void(int, int)>* fn = nullptr;
+  bool stop = false;
+
+  alignas(64) std::atomic<uint32_t> generation{0};
+  alignas(64) std::atomic<uint32_t> pending{0};      // workers still running this job
+  alignas(64) std::atomic<int> sleeping_workers{0};
+  std::atomic<int> caller_sleeping{0};
+
+  std::mutex run_mutex;            // serialises run() from different caller threads
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  void record_error() {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    if (!error) error = std::current_exception();
+  }
+
+  void worker_loop(int ith) {
+    uint32_t seen = 0;
+    for (;;) {
+      uint32_t g = generation.load(std::memory_order_acquire);
+      if (g == seen) {
+        if (!spin_until([&] { return generation.load(std::memory_order_acquire) != seen; })) {
+          sleeping_workers.fetch_add(1, std::memory_order_seq_cst);
+          while (generation.load(std::memory_order_seq_cst) == seen) generation.wait(seen);
+          sleeping_workers.fetch_sub(1, std::memory_order_relaxed);
+        }
+        g = generation.load(std::memory_order_acquire);
+      }
+      seen = g;
+      if (stop) return;
+      t_running_pool = this;
+      try {
+        (*fn)(ith, n);
+      } catch (...) {
+        record_error();
+      }
+      t_running_pool = nullptr;
+      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+          caller_sleeping.load(std::memory_order_seq_cst)) {
+        pending.notify_one();
+      }
+    }
+  }
+
+  void start_job() {
+    generation.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_workers.load(std::memory_order_seq_cst) > 0) generation.notify_all();
+  }
+
+  void wait_job() {
+    if (!spin_until([&] { return pending.load(std::memory_order_acquire) == 0; })) {
+      caller_sleeping.store(1, std::memory_order_seq_cst);
+      for (uint32_t p; (p = pending.load(std::memory_order_seq_cst)) != 0;) pending.wait(p);
+      caller_sleeping.store(0, std::memory_order_relaxed);
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int n_threads) : impl_(new Impl) {
+  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  impl_->n = n_threads;
+  impl_->workers.reserve(static_cast<size_t>(n_threads - 1));
+  for (int i = 1; i < n_threads; ++i) {
+    impl_->workers.emplace_back([this, i] { impl_->worker_loop(i); });
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  impl_->stop = true;
+  impl_->start_job();
+  for (auto& t : impl_->workers) t.join();
+  delete impl_;
+}
+
+int ThreadPool::size() const { return impl_->n; }
+
+void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
+  const int n = impl_->n;
+  if (n == 1 || t_running_pool == impl_) {
+    // Single thread, or a nested call from inside one of our own jobs: run every share here.
+    for (int i = 0; i < n; ++i) fn(i, n);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+  impl_->fn = &fn;
+  impl_->error = nullptr;
+  impl_->pending.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
+  impl_->start_job();
+
+  t_running_pool = impl_;
+  try {
+    fn(0, n);
+  } catch (...) {
+    impl_->record_error();
+  }
+  t_running_pool = nullptr;
+  impl_->wait_job();
+  if (impl_->error) std::rethrow_exception(impl_->error);
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
+                              int64_t grain) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t max_chunks = (n + grain - 1) / grain;
+  const int64_t chunks = std::min<int64_t>(impl_->n, max_chunks);
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  run([&](int ith, int) {
+    if (ith >= chunks) return;
+    // Equal shares, rounded to whole grains, so that every chunk but the last is aligned.
+    const int64_t grains = max_chunks;
+    const int64_t g0 = grains * ith / chunks;
+    const int64_t g1 = grains * (ith + 1) / chunks;
+    const int64_t begin = g0 * grain;
+    const int64_t end = std::min(n, g1 * grain);
+    if (begin < end) fn(begin, end);
+  });
+}
+
+}  // namespace llmwb
