@@ -1,0 +1,55 @@
+// model_file.cpp — tensor lookup and format detection.
+#include "model/model_file.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "llmwb/errors.h"
+
+namespace llmwb {
+
+const TensorView* ModelFile::find(const std::string& name) const {
+  for (const TensorView& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const TensorView& ModelFile::get(const std::string& name) const {
+  if (const TensorView* t = find(name)) return *t;
+  throw Error(path, "missing tensor '" + name + "'");
+}
+
+std::unique_ptr<ModelFile> load_model_file(const std::string& path, const ProgressFn& progress) {
+  auto report = [&](double fraction, const std::string& what) {
+    if (progress && !progress(fraction, what)) throw Error(path, "loading cancelled");
+  };
+  report(0.0, "opening " + path);
+
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    throw Error(path, "no such file or directory");
+  }
+  std::unique_ptr<ModelFile> model;
+  if (std::filesystem::is_directory(status)) {
+    model = load_hf_folder(path);
+  } else {
+    // GGUF files start with the magic "GGUF"; llama2.c checkpoints have no magic at all
+    // (they start with the config's int32s), so they are what is left.
+    char magic[4] = {};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path, "cannot open for reading");
+    in.read(magic, 4);
+    if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
+      model = load_gguf(path);
+    } else {
+      model = load_llama2c(path);
+    }
+  }
+  report(1.0, "loaded " + path);
+  return model;
+}
+
+}  // namespace llmwb
