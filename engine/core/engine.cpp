@@ -19,6 +19,7 @@
 #include "model/llama_model.h"
 #include "model/model_describe.h"
 #include "model/model_file.h"
+#include "quant/weight_quantizer.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -131,7 +132,6 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (cfg.block_size < 1 || cfg.block_size > 1024) throw Error("block_size", "must be in [1, 1024], got " + std::to_string(cfg.block_size));
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
-  if (!cfg.quantize.empty()) throw Error("quantize", "load-time quantization '" + cfg.quantize + "' is not available yet");
   if (cfg.kv_dtype != "f32") throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not available yet (f32)");
 
   report(0.0, "reading " + cfg.model);
@@ -141,6 +141,10 @@ void Engine::Impl::load(const LoadProgress& progress) {
   file->config.validate(file->path);
   tok = load_tokenizer_for(*file, cfg.tokenizer);
   LlamaWeights weights = LlamaWeights::bind(*file);
+  if (!cfg.quantize.empty()) {
+    report(0.2, "quantizing to " + cfg.quantize);
+    quantize_weights_in_place(*file, weights, cfg.quantize);   // unknown scheme: Error("quantize", ...)
+  }
 
   // Touch every weight page once, in order, so the model is resident before the first request
   // and the progress bar means something; cancellable between tensors.

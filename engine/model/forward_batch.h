@@ -14,6 +14,9 @@ struct ForwardSeq {
   const std::vector<int>* block_table = nullptr;
   int logits_row = -1;    // row of the logits output for the last new token, -1: not needed
   bool capture_attention = false;  // record this sequence's attention weights (heatmap)
+  // Logits for every new token, in rows logits_row .. logits_row + n_tokens - 1 (perplexity
+  // and KL divergence in engine/quant score every position of a text in one prefill).
+  bool all_logits = false;
 };
 
 struct ForwardBatch {

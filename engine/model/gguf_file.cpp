@@ -186,13 +186,15 @@ void read_tensor_info(Reader& r, GgufTensorInfo* ti) {
     r.fail_sentence("has type " + gguf_type_name(ti->ggml_type) + ", which llmwb does not support");
   }
   const DTypeInfo& info = dtype_info(ti->dtype);
-  if (ti->ne[0] % static_cast<uint64_t>(info.block_elems) != 0) {
+  if (!dtype_row_fits(ti->dtype, static_cast<int64_t>(ti->ne[0]))) {
     r.fail_sentence("of type " + std::string(info.name) + " has ne0 = " + std::to_string(ti->ne[0]) +
            ", not a multiple of its block size " + std::to_string(info.block_elems) +
            ", so its byte size does not match its shape");
   }
-  const uint64_t blocks = numel / static_cast<uint64_t>(info.block_elems);
-  if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(info.block_bytes), &ti->nbytes)) {
+  // Rows times row bytes (quant: row_bytes covers per-row headers and padded tail blocks of
+  // llmwb's own types; for ggml's types it is ne0 / block_elems * block_bytes).
+  const uint64_t rows = numel / ti->ne[0];
+  if (__builtin_mul_overflow(rows, dtype_row_bytes(ti->dtype, static_cast<int64_t>(ti->ne[0])), &ti->nbytes)) {
     r.fail_sentence("has too many elements (ne = " + shape_string(ti->ne) + ")");
   }
 }

@@ -113,7 +113,7 @@ void GgufWriter::add_tensor(const std::string& name, DType dtype, const std::vec
   }
   rows /= shape.back();
   const int block = dtype_info(dtype).block_elems;
-  if (shape.back() % block != 0) {
+  if (!dtype_row_fits(dtype, shape.back())) {   // quant: our INT4 types allow a partial last block
     throw Error(where, "has " + std::to_string(shape.back()) + " columns, not a multiple of the " +
                            dtype_name(dtype) + " block size " + std::to_string(block));
   }

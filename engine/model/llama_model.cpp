@@ -56,12 +56,16 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     be_.add(x, xb, n * dim);
   }
   if (batch.num_logit_rows == 0) return;
-  // Only the last new token of each sequence that samples needs logits.
+  // Only the last new token of each sequence that samples needs logits (every new token when
+  // the sequence asks for all_logits).
   float* last = fit(last_, int64_t(batch.num_logit_rows) * dim);
   for (const ForwardSeq& s : batch.seqs) {
     if (s.logits_row < 0) continue;
-    const float* src = x + int64_t(s.first + s.n_tokens - 1) * dim;
-    std::copy(src, src + dim, last + int64_t(s.logits_row) * dim);
+    const int first = s.all_logits ? 0 : s.n_tokens - 1;
+    for (int i = first; i < s.n_tokens; ++i) {
+      const float* src = x + int64_t(s.first + i) * dim;
+      std::copy(src, src + dim, last + int64_t(s.logits_row + i - first) * dim);
+    }
   }
   float* normed = fit(xb_, int64_t(batch.num_logit_rows) * dim);
   be_.rmsnorm(last, w_.final_norm.data(), batch.num_logit_rows, c.dim, c.norm_eps, normed);

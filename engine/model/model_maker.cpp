@@ -138,8 +138,9 @@ uint32_t gguf_file_type(DType dt) {
     case DType::Q4_0: return 2;   // MOSTLY_Q4_0
     case DType::Q8_0: return 7;   // MOSTLY_Q8_0
     case DType::BF16: return 32;  // MOSTLY_BF16
+    case DType::Q4_1: return 3;   // MOSTLY_Q4_1
+    default: return 0;            // llmwb's own types have no llama_ftype: "all F32" is the neutral value
   }
-  return 0;
 }
 
 void write_gguf(const ModelMakerOptions& o, const TokenizerData& vocab, const std::vector<Planned>& plan) {

@@ -20,12 +20,28 @@ enum class DType : uint8_t {
   Q8_0,  // GGUF: blocks of 32: fp16 scale d, 32 x int8 q; x = d * q
   Q4_0,  // GGUF: blocks of 32: fp16 scale d, 16 bytes of nibbles; x = d * (q - 8);
          // byte j holds element j (low nibble) and element j + 16 (high nibble)
+  // Added for quantization (engine/quant, docs/QUANTIZATION.md).
+  Q4_1,  // GGUF: blocks of 32: fp16 d, fp16 m, 16 bytes of nibbles as Q4_0; x = d * q + m
+  Q4_K,  // GGUF k-quants, super-blocks of 256 (ggml block_q4_K / q5_K / q6_K layouts);
+  Q5_K,  //   dequantize_row only: read from downloaded files, never written
+  Q6_K,
+  INT8_ROW,       // ours: per row f32 scale s, then cols x int8 q; x = s * q (symmetric)
+  INT8_ASYM_ROW,  // ours: per row f32 scale s, int32 zero point z, cols x int8; x = s * (q - z)
+  INT4_G32,       // ours: Q4_1 groups of 32, the last group may be partial
+  INT4_G128,      // ours: Q4_1-style groups of 128 (fp16 d, fp16 m, 64 bytes), partial tail
 };
 
 struct DTypeInfo {
   const char* name;
   int block_elems;   // elements per block (1 for plain floats)
   int block_bytes;   // bytes per block
+  // Bytes at the start of every row before its first block (per-row scale and zero point of
+  // INT8_ROW / INT8_ASYM_ROW), so that TensorView::row() still addresses whole rows.
+  int row_header_bytes = 0;
+  // A row may end in a partial block (our INT4 group types: a last group of r elements takes
+  // its 4-byte d and m and ceil(r / 2) bytes of nibbles). GGUF's own types require rows to be
+  // whole blocks.
+  bool partial_tail = false;
 };
 const DTypeInfo& dtype_info(DType t);
 const char* dtype_name(DType t);
@@ -38,8 +54,14 @@ uint32_t dtype_to_gguf(DType t);
 // Name of any ggml type id, also unsupported ones, for error messages ("Q5_K", "type 99").
 std::string gguf_type_name(uint32_t ggml_type);
 
-// Bytes needed for `n_elems` elements of `t`; n_elems must be a multiple of the block size.
+// Bytes of one row of `n_elems` elements of `t` (row header and partial last block included);
+// throws unless dtype_row_fits(t, n_elems).
 uint64_t dtype_row_bytes(DType t, int64_t n_elems);
+// Whether a row of `n_elems` elements can be stored as `t`: a multiple of the block size, or
+// any length for types with partial_tail.
+bool dtype_row_fits(DType t, int64_t n_elems);
+// Whether quantize_row can produce `t` (false for the read-only k-quants).
+bool dtype_can_quantize(DType t);
 
 struct TensorView {
   std::string name;
@@ -68,7 +90,8 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 
 // Dequantizes one row of `cols` elements of any dtype into float.
 void dequantize_row(DType t, const uint8_t* src, float* dst, int64_t cols);
-// Quantizes one row of float into Q8_0 / Q4_0 / F16 / BF16 / F32 (GGUF reference rounding).
+// Quantizes one row of float into any dtype with dtype_can_quantize (GGUF reference rounding
+// for Q8_0 / Q4_0 / Q4_1; our own types are described in docs/QUANTIZATION.md).
 void quantize_row(DType t, const float* src, uint8_t* dst, int64_t cols);
 
 }  // namespace llmwb

@@ -150,7 +150,7 @@ TEST(Dtype, NamesAndGgufIdsRoundTrip) {
   EXPECT_EQ(t, DType::Q4_0);
   EXPECT_TRUE(dtype_from_name("bf16", &t));
   EXPECT_EQ(t, DType::BF16);
-  EXPECT_FALSE(dtype_from_name("q5_k", &t));
+  EXPECT_FALSE(dtype_from_name("iq2_xxs", &t));
   EXPECT_EQ(dtype_to_gguf(DType::F16), 1u);
   EXPECT_EQ(dtype_to_gguf(DType::Q4_0), 2u);
   EXPECT_EQ(dtype_to_gguf(DType::Q8_0), 8u);
@@ -159,7 +159,7 @@ TEST(Dtype, NamesAndGgufIdsRoundTrip) {
 
 TEST(Dtype, UnsupportedGgufTypesAreNamedForErrorMessages) {
   DType t;
-  EXPECT_FALSE(dtype_from_gguf(12, &t));
+  EXPECT_FALSE(dtype_from_gguf(16, &t));   // IQ2_XXS
   EXPECT_EQ(gguf_type_name(3), "Q4_1");
   EXPECT_EQ(gguf_type_name(10), "Q2_K");
   EXPECT_EQ(gguf_type_name(12), "Q4_K");

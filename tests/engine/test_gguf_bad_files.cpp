@@ -169,9 +169,9 @@ TEST(GgufBadFiles, AbsurdArrayCountDoesNotAllocate) {
 
 TEST(GgufBadFiles, UnsupportedTensorTypeIsNamed) {
   std::string b = stories();
-  poke<uint32_t>(&b, info_pos(b, "blk.0.attn_q.weight").type, 13);
+  poke<uint32_t>(&b, info_pos(b, "blk.0.attn_q.weight").type, 10);
   EXPECT_HAS(load_error("q5_k", b),
-             "tensor 'blk.0.attn_q.weight' has type Q5_K, which llmwb does not support");
+             "tensor 'blk.0.attn_q.weight' has type Q2_K, which llmwb does not support");
 }
 
 TEST(GgufBadFiles, TensorOffsetPastTheEnd) {

@@ -75,6 +75,7 @@ void expect_values(const ModelFile& m, uint64_t seed, bool hf_layout) {
           tol = (t.dtype == DType::Q8_0 ? amax / 127 : amax / 8) * 1.01 + 1e-7;
           break;
         }
+        default: FAIL() << t.name << ": make-model never writes " << dtype_name(t.dtype);
       }
       const double err = std::fabs(got[i] - x);
       ASSERT_LE(err, tol) << t.name << " element " << i << ": stored " << got[i] << ", generated " << x;

@@ -1,0 +1,50 @@
+// llmwb-cli quantize — quantize a model ahead of time and write it as GGUF (llama.cpp's type
+// ids and block layouts for Q8_0 / Q4_0 / Q4_1; llmwb's own types are in docs/QUANTIZATION.md).
+#include <cstdio>
+
+#include "args.h"
+#include "command.h"
+#include "llmwb/errors.h"
+#include "model/llama_weights.h"
+#include "model/model_file.h"
+#include "quant/gguf_model_writer.h"
+#include "quant/weight_quantizer.h"
+
+namespace llmwb::cli {
+namespace {
+
+int run_quantize(const std::vector<std::string>& argv) {
+  Args a(argv, {"model", "out", "type"}, {"quiet"});
+  if (!a.has("model")) throw UsageError("--model is required");
+  if (!a.has("out")) throw UsageError("--out is required");
+  if (!a.has("type")) throw UsageError("--type is required");
+  const std::string scheme = a.str("type");
+  QuantScheme::parse(scheme);   // rejects an unknown type before the model is read
+  auto file = load_model_file(a.str("model"));
+  LlamaWeights w = LlamaWeights::bind(*file);
+  uint64_t before = 0, after = 0;
+  for (const TensorView& t : file->tensors) before += t.row_bytes() * static_cast<uint64_t>(t.rows());
+  quantize_weights_in_place(*file, w, scheme);
+  for (const TensorView& t : file->tensors) after += t.row_bytes() * static_cast<uint64_t>(t.rows());
+  write_model_gguf(*file, a.str("out"), scheme);
+  if (!a.flag("quiet")) {
+    for (const TensorView& t : file->tensors) std::printf("%-32s %-14s\n", t.name.c_str(), dtype_name(t.dtype));
+    std::printf("%s: %.2f MB -> %.2f MB (%s)%s\n", a.str("out").c_str(), static_cast<double>(before) / 1e6,
+                static_cast<double>(after) / 1e6, scheme.c_str(),
+                file->tokenizer.pieces.empty() ? "; no vocabulary in the source: pass --tokenizer when using it" : "");
+  }
+  return 0;
+}
+
+const char* const kUsage =
+    "--model IN --out OUT.gguf --type TYPE [--quiet]\n"
+    "  --model IN      a GGUF file, Hugging Face folder or llama2.c checkpoint\n"
+    "  --out OUT.gguf  the quantized model\n"
+    "  --type TYPE     q8_0 | q4_0 (GGUF types; tensors whose rows they cannot hold stay as stored),\n"
+    "                  int8 | int8-asym (per output channel), int4-g32 (GGUF Q4_1) | int4-g128\n"
+    "  --quiet         print nothing\n";
+
+CommandRegistration reg({"quantize", "quantize a model's matrices and write GGUF", kUsage, run_quantize});
+
+}  // namespace
+}  // namespace llmwb::cli

@@ -1,0 +1,26 @@
+// weight_quantizer.h — quantizes a loaded model's matrices in memory (load-time --quantize)
+// and single tensors (llmwb-cli quantize, the error report).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/llama_weights.h"
+#include "model/model_file.h"
+#include "quant/quant_scheme.h"
+
+namespace llmwb {
+
+// Re-encodes every row of `src` (any dtype) as `dtype` into `out` (resized to fit) and returns a
+// view of `src`'s name and shape over `out`. Rows run on up to `n_threads` threads.
+TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8_t>& out, int n_threads = 4);
+
+// Quantizes the matrices of `w` (wq wk wv wo w1 w2 w3 of every layer, and the output head when it
+// is not tied to the embedding) under `scheme` (QuantScheme::names()). The new data lives in
+// buffers appended to file.owned; the TensorViews of `w` and the entries of file.tensors with the
+// same names are repointed to it. Embeddings and norm vectors stay as they are. Tensors already
+// of the target type are left alone. Throws llmwb::Error for an unknown scheme.
+void quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme);
+
+}  // namespace llmwb
