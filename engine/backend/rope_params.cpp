@@ -29,6 +29,7 @@ RopeParams RopeParams::from(const ModelConfig& c) {
         f = (1.0 - smooth) * f / s.factor + smooth * f;
       }
     }
+    if (!c.rope_freq_factors.empty()) f /= c.rope_freq_factors[static_cast<size_t>(i)];
     rp.inv_freq[static_cast<size_t>(i)] = f;
   }
   return rp;

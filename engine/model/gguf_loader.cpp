@@ -222,6 +222,14 @@ std::unique_ptr<ModelFile> load_gguf(const std::string& path) {
   if (model->tokenizer.bos_id >= 0) c.bos_id = model->tokenizer.bos_id;
   if (model->tokenizer.eos_id >= 0) c.eos_id = model->tokenizer.eos_id;
   c.tied_embeddings = model->find("output.weight") == nullptr;
+  // Llama 3.1 GGUFs carry their RoPE frequency scaling as a tensor of per-pair divisors.
+  if (const TensorView* f = model->find("rope_freqs.weight")) {
+    if (f->dtype != DType::F32 || f->numel() != c.head_dim / 2)
+      throw Error(path, "tensor 'rope_freqs.weight' must be F32 with head_dim / 2 = " +
+                            std::to_string(c.head_dim / 2) + " elements");
+    const float* v = reinterpret_cast<const float*>(f->data);
+    c.rope_freq_factors.assign(v, v + f->numel());
+  }
   c.validate(path);
 
   for (const auto& [key, value] : g.kvs) model->metadata[key] = value.to_string();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace llmwb {
 
@@ -36,6 +37,8 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   RopeLayout rope_layout = RopeLayout::Interleaved;
   RopeScaling rope_scaling;
+  // Per-pair divisors of the RoPE frequencies (GGUF rope_freqs.weight, Llama 3.1); empty = none.
+  std::vector<float> rope_freq_factors;
   bool tied_embeddings = false;   // output head = token embedding
   int bos_id = 1;
   int eos_id = 2;
