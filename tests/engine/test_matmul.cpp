@@ -3,6 +3,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -175,6 +177,131 @@ TEST(Matmul, ResultsDoNotDependOnTheThreadCount) {
     cpu::matmul(three, w.view, x.data(), T, y3.data());
     // Each output is computed by exactly one thread with the same kernel: bitwise equal.
     EXPECT_EQ(y1, y3) << "T=" << T;
+  }
+}
+
+// Every weight type the engine knows (DType values up to the first dtype_info rejects), so
+// that types added later are covered too: those the kernels do not decode natively go
+// through matmul's dequantize_row path, which must be batch-invariant as well.
+std::vector<DType> all_dtypes() {
+  std::vector<DType> out;
+  for (int i = 0; i < 256; ++i) {
+    try {
+      dtype_info(static_cast<DType>(i));
+    } catch (const Error&) {
+      break;
+    }
+    out.push_back(static_cast<DType>(i));
+  }
+  return out;
+}
+
+// Weights of `dt` if rows of `cols` can be stored and written in it, else null (read-only
+// types such as GGUF k-quants, or cols not a whole number of blocks).
+std::unique_ptr<Weights> try_weights(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
+  try {
+    return std::make_unique<Weights>(dt, rows, cols, seed);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+// y[t] of token t computed alone (n_tokens = 1), for every token of x.
+std::vector<float> each_token_alone(ThreadPool& pool, const TensorView& W, const std::vector<float>& x, int64_t T) {
+  const int64_t N = W.rows(), K = W.cols();
+  std::vector<float> y(static_cast<size_t>(T * N));
+  for (int64_t t = 0; t < T; ++t) cpu::matmul(pool, W, x.data() + t * K, 1, y.data() + t * N);
+  return y;
+}
+
+// Batched and sequential decoding give identical greedy tokens only if every output is
+// bitwise the same whatever the batch: the GEMV (few tokens) and the tiled GEMM (many) must
+// sum in one order, and a token's place in the batch must not matter.
+TEST(Matmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
+  ThreadPool pool(2);
+  constexpr int64_t kTokens = 530, N = 53;   // more rows than one gemm row block, odd edges
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= 70; ++n) sizes.push_back(n);
+  sizes.push_back(100);
+  sizes.push_back(kTokens);
+  int checked = 0;
+  for (SimdLevel level : available_levels()) {
+    SimdLevelGuard g(level);
+    for (DType dt : all_dtypes()) {
+      for (int64_t K : {100, 256}) {
+        const auto w = try_weights(dt, N, K, 100 + static_cast<uint32_t>(dt));
+        if (!w) continue;
+        const std::vector<float> x = random_vector(static_cast<size_t>(kTokens * K), 7);
+        const std::vector<float> alone = each_token_alone(pool, w->view, x, kTokens);
+        std::vector<float> y(alone.size());
+        for (int64_t n : sizes) {
+          // Batches starting at token 0 and, so that each token also sits at another index,
+          // at token kTokens - n.
+          for (int64_t first : {int64_t{0}, kTokens - n}) {
+            cpu::matmul(pool, w->view, x.data() + first * K, n, y.data());
+            for (int64_t t = 0; t < n; ++t) {
+              ASSERT_EQ(std::memcmp(y.data() + t * N, alone.data() + (first + t) * N, sizeof(float) * N), 0)
+                  << cpu::simd_level_name(level) << " " << dtype_name(dt) << " K=" << K << " batch of " << n
+                  << " from token " << first << ": token " << first + t << " differs from it alone";
+            }
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 5) << "every built-in dtype must have been checked";
+}
+
+// Long rows: several k-chunks of the tiled kernel with a column tail, several row blocks.
+TEST(Matmul, LongRowsAreBitwiseTheSameAloneAndInABatch) {
+  ThreadPool pool(2);
+  for (SimdLevel level : available_levels()) {
+    SimdLevelGuard g(level);
+    for (DType dt : {DType::F32, DType::F16, DType::Q8_0}) {
+      const int64_t K = dt == DType::Q8_0 ? 1088 : 1103, N = 101, T = 75;
+      Weights w(dt, N, K, 21);
+      const std::vector<float> x = random_vector(static_cast<size_t>(T * K), 22);
+      const std::vector<float> alone = each_token_alone(pool, w.view, x, T);
+      std::vector<float> y(alone.size());
+      cpu::matmul(pool, w.view, x.data(), T, y.data());
+      EXPECT_EQ(y, alone) << cpu::simd_level_name(level) << " " << dtype_name(dt);
+    }
+  }
+}
+
+// Each output is computed by one thread, with one summation order whichever thread it is.
+TEST(Matmul, BatchResultsDoNotDependOnTheThreadCount) {
+  ThreadPool one(1), two(2), three(3);
+  constexpr int64_t N = 600, K = 256;   // enough rows to split even a single-token call
+  for (SimdLevel level : available_levels()) {
+    SimdLevelGuard g(level);
+    for (DType dt : all_dtypes()) {
+      const auto w = try_weights(dt, N, K, 31);
+      if (!w) continue;
+      const std::vector<float> x = random_vector(static_cast<size_t>(100 * K), 32);
+      for (int64_t T : {1, 5, 37, 100}) {
+        std::vector<float> y1(static_cast<size_t>(N * T)), y2(y1.size()), y3(y1.size());
+        cpu::matmul(one, w->view, x.data(), T, y1.data());
+        cpu::matmul(two, w->view, x.data(), T, y2.data());
+        cpu::matmul(three, w->view, x.data(), T, y3.data());
+        EXPECT_EQ(std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size()), 0)
+            << cpu::simd_level_name(level) << " " << dtype_name(dt) << " T=" << T << ": 1 vs 2 threads";
+        EXPECT_EQ(std::memcmp(y1.data(), y3.data(), sizeof(float) * y1.size()), 0)
+            << cpu::simd_level_name(level) << " " << dtype_name(dt) << " T=" << T << ": 1 vs 3 threads";
+      }
+    }
+  }
+}
+
+// Weight types without a native kernel are decoded with dequantize_row and are as accurate.
+TEST(Matmul, EveryKnownDtypeMatchesTheReferenceWithOrWithoutANativeKernel) {
+  ThreadPool pool(2);
+  for (SimdLevel level : available_levels()) {
+    for (DType dt : all_dtypes()) {
+      if (!try_weights(dt, 1, 256, 1)) continue;
+      for (int64_t T : {1, 3, 40}) expect_matches_reference(pool, level, dt, 57, 256, T, 40 + static_cast<uint32_t>(T));
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
 
 namespace llmwb {
 
@@ -21,14 +22,7 @@ void CpuBackend::embed(const TensorView& table, const int* tokens, int n_rows, f
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) {
-  for (int r = 0; r < n_rows; ++r) {
-    const float* xr = x + int64_t(r) * dim;
-    float* o = out + int64_t(r) * dim;
-    float ss = 0.f;
-    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
-    const float inv = 1.0f / std::sqrt(ss / dim + eps);
-    for (int i = 0; i < dim; ++i) o[i] = xr[i] * inv * w[i];
-  }
+  for (int r = 0; r < n_rows; ++r) cpu::rmsnorm(out + int64_t(r) * dim, x + int64_t(r) * dim, w, dim, eps);
 }
 
 void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* y) {
@@ -79,6 +73,9 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // Paged attention on the CPU: one task per (new token, head); each reads K and V of positions
 // 0..pos through its sequence's block table, so the cache never needs to be contiguous.
 // Tasks are dealt round-robin so that the long rows of a causal prefill spread over threads.
+// A task's arithmetic depends only on its own token (q row, positions 0..pos), never on the
+// rest of the batch or on the thread that runs it, so attention is batch-invariant; the
+// q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy.
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int n_rows = static_cast<int>(batch.tokens.size());
@@ -115,9 +112,7 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
       for (int j = 0; j < ctx; ++j) {
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
         const float* kj = cache.k(layer, slot) + int64_t(kvh) * hd;
-        float d = 0.f;
-        for (int e = 0; e < hd; ++e) d += qh[e] * kj[e];
-        d *= p.scale;
+        const float d = cpu::dot_f32(qh, kj, hd) * p.scale;
         sc[static_cast<size_t>(j)] = d;
         mx = std::max(mx, d);
       }
@@ -134,8 +129,7 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
         const float w = sc[static_cast<size_t>(j)] * inv;
         sc[static_cast<size_t>(j)] = w;
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        const float* vj = cache.v(layer, slot) + int64_t(kvh) * hd;
-        for (int e = 0; e < hd; ++e) o[e] += w * vj[e];
+        cpu::axpy(o, w, cache.v(layer, slot) + int64_t(kvh) * hd, hd);
       }
       if (rec_seq == &fs)
         record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h].assign(sc.begin(), sc.begin() + ctx);
@@ -144,18 +138,11 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
 }
 
 void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
-  };
+  auto body = [&](int64_t b, int64_t e) { cpu::silu_mul(gate + b, up + b, e - b); };
   if (n < (1 << 15)) body(0, n);
   else pool_.parallel_for(n, body, 4096);
 }
 
-void CpuBackend::add(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
+void CpuBackend::add(float* y, const float* x, int64_t n) { cpu::add_inplace(y, x, n); }
 
 }  // namespace llmwb

@@ -1,10 +1,12 @@
 // matmul.h — CPU linear layers over weights of any supported dtype, in place in memory.
 //
 // y[t][o] = sum_i W[o][i] * x[t][i]  for t < n_tokens, o < W.rows(), i < W.cols()
-// W is a TensorView (F32, F16, BF16, Q8_0, Q4_0), never converted as a whole: rows are
-// decoded into registers (or a small per-thread tile) as they are used.
+// W is a TensorView of any dtype, never converted as a whole: rows are decoded into registers
+// (or a small per-thread tile) as they are used.
 // n_tokens == 1 is the memory-bound decode GEMV; larger n_tokens is the prefill GEMM, tiled
 // so that each weight tile is reused across many tokens.
+// Batch-invariant: at a given SIMD level, y[t] is bitwise the same whatever n_tokens, the
+// position of token t in x and the pool's thread count (so batched = sequential decoding).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // matmul_scalar.cpp — the portable fallback kernel: one dot product per (row, token), weights
-// decoded element by element. Correct on any CPU; the SIMD files are the fast paths.
+// decoded element by element. Correct on any CPU; the SIMD files are the fast paths. Each
+// output is one call of dot_row whatever the batch, so this level is batch-invariant too.
 #include <cstring>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -68,15 +69,26 @@ float dot_row(DType dt, const uint8_t* row, const float* x, int64_t n) {
         sum += fp16_to_fp32(load_u16(row)) * s;
       }
       return sum;
+    default: return sum;   // not handles(): never called
   }
-  return sum;
+}
+
+bool handles(DType dt) {
+  switch (dt) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0: return true;
+    default: return false;   // decoded by matmul.cpp with dequantize_row
+  }
 }
 
 void gemv(const MatmulArgs& a, int64_t r0, int64_t r1) {
   for (int64_t o = r0; o < r1; ++o) {
     const uint8_t* row = a.w + o * a.w_row_bytes;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      a.y[t * a.rows + o] = dot_row(a.dtype, row, a.x + t * a.cols, a.cols);
+      a.y[t * a.y_stride + o] = dot_row(a.dtype, row, a.x + t * a.cols, a.cols);
     }
   }
 }
@@ -85,7 +97,7 @@ void gemv(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 const KernelSet& scalar_kernels() {
   // No tiled path: the scalar level exists for portability and as the tests' baseline.
-  static constexpr KernelSet k = {"scalar", &gemv, nullptr, 1, 1, 1 << 30, 0};
+  static constexpr KernelSet k = {"scalar", &handles, &gemv, nullptr, nullptr, nullptr, nullptr, 1, 1, 1 << 30, 0};
   return k;
 }
 

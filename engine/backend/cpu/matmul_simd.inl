@@ -1,36 +1,49 @@
-// matmul_simd.inl — the GEMV and tiled GEMM kernels, written once for any vector width.
+// matmul_simd.inl — the GEMV and blocked GEMM kernels, written once for any vector width.
 //
 // Included by matmul_avx2.cpp and matmul_avx512.cpp *inside* their own namespace
-// (llmwb::cpu::avx2 / ::avx512) after they define `struct V`, the vector primitives of their
-// instruction set (see either file for the list). Every function here therefore has a
-// distinct name per instruction set, so no AVX-512 copy can stand in for the AVX2 one.
+// (llmwb::cpu::kernels::avx2 / ::avx512) after they define `struct V`, the vector primitives
+// of their instruction set (see either file for the list). Every function here therefore has
+// a distinct name per instruction set, so no AVX-512 copy can stand in for the AVX2 one.
 // The includer provides <immintrin.h>, <cstdint> and matmul_kernels.h.
 //
-// GEMV (decode, few tokens): vectors run along k. A tile of RR rows x TT tokens keeps RR*TT
-// accumulators; each weight vector is loaded (and converted from f16/bf16/q8/q4) once and
-// used for TT tokens, each x vector is used for RR rows. Memory-bound for one token.
+// One summation order for every output, whatever the batch (batch invariance, as in
+// Thinking Machines, "Defeating Nondeterminism in LLM Inference", 2025): y[t][o] is the dot
+// product of weight row o and token t computed by dot_tile alone, as the llama.cpp vec_dot
+// kernels do it: W lane accumulators run along k, lane l summing the products of columns
+// l, l + W, l + 2W, ... in increasing k with one fused multiply-add each; then one fixed
+// horizontal tree (V::hsum) reduces the lanes; then the K % W tail columns are added one by
+// one with fused multiply-adds. Every accumulator of a register tile is independent of the
+// others, so the tile shape (RR rows x TT tokens), the number of tokens in the call, the
+// token's index and the row split between threads cannot change a single bit. Weights are
+// decoded to exactly the same floats in registers (gemv) and in the scratch tile (gemm).
 //
-// GEMM (prefill): the GotoBLAS/BLIS scheme with the vector along the *token* axis, so that
-// the weights never need transposing. x is packed once per call into panels of V::kPanel
-// tokens (xp[p][k][j], done by matmul.cpp). The micro-kernel holds kGemmRows x kGemmVecs
-// accumulators (rows x token vectors): per k it loads kGemmVecs vectors of xp and broadcasts
-// one weight per row, i.e. kGemmRows*kGemmVecs FMAs for kGemmRows+kGemmVecs loads, which is
-// FMA-bound with the weight rows in L1 and the xp panel streaming from L2. Weight rows
-// that are not f32 are decoded for a k-block of kKc columns into a small scratch tile once
-// and reused for every panel; f32 weights are read in place (see gemm_dt for the loop nest).
+// GEMV (decode, few tokens): tiles of kGemvRows rows x kGemvTokens tokens read the weights in
+// place, each weight vector decoded once and used for every token of the tile. Memory-bound.
+//
+// GEMM (prefill): the same sums, register tiles of kGemmRows x kGemmTokens, blocked for the
+// caches (the GotoBLAS scheme, with lanes along k instead of along the output). x is packed
+// once per call by token tile and k-step (pack_x); a thread packs its rows a block at a time
+// (gemm_block_rows, f32 interleaved by k-step, decoded from f16/bf16/q8/q4 exactly as gemv
+// decodes them) and sweeps every token tile over the block in k-chunks of kGemmKc columns,
+// keeping each tile's lane sums in L1 between chunks (chunk_tile) and reducing them at the
+// end (finish_tile). Storing and reloading a lane sum is exact, so the chunking is invisible
+// in the result. Per k-step a tile loads RR + TT vectors for RR * TT fused multiply-adds.
 
 using reg = typename V::reg;
 constexpr int W = V::W;
 constexpr int kQK = 32;
 
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+constexpr int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 inline uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
   __builtin_memcpy(&v, p, 2);
   return v;
 }
+
+// IEEE half to float with the F16C instruction both includers enable: the exact conversion
+// fp16_to_fp32 does, without a call per quantized block on the decode path.
+inline float half_to_float(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 // One weight element, for the column tails that do not fill a vector.
 template <DType DT>
@@ -40,7 +53,7 @@ inline float weight_at(const uint8_t* row, int64_t k) {
     __builtin_memcpy(&f, row + 4 * k, 4);
     return f;
   } else if constexpr (DT == DType::F16) {
-    return fp16_to_fp32(load_u16(row + 2 * k));
+    return half_to_float(row + 2 * k);
   } else {
     return bf16_to_fp32(load_u16(row + 2 * k));
   }
@@ -71,30 +84,30 @@ inline reg load_block(const uint8_t* block, int j) {
 
 constexpr bool is_quantized(DType dt) { return dt == DType::Q8_0 || dt == DType::Q4_0; }
 
+// Columns summed in lanes; the tail [lane_cols, K) is added one column at a time.
+template <DType DT>
+constexpr int64_t lane_cols(int64_t K) {
+  return is_quantized(DT) ? K : K / W * W;
+}
+
 template <DType DT>
 constexpr int64_t block_bytes() {
   return DT == DType::Q8_0 ? 2 + kQK : 2 + kQK / 2;
 }
 
-// ---------------------------------------------------------------------------------- GEMV
+// ---------------------------------------------------------------------- the dot-product tile
 
+// y[j * ys + i] = row wr[i] . token xt[j] for i < RR, j < TT, in the order stated at the top.
 template <DType DT, int RR, int TT>
-inline void gemv_tile(const MatmulArgs& a, int64_t r, int64_t t) {
-  const int64_t K = a.cols;
-  const uint8_t* wr[RR];
-  const float* xt[TT];
-  for (int i = 0; i < RR; ++i) wr[i] = a.w + (r + i) * a.w_row_bytes;
-  for (int j = 0; j < TT; ++j) xt[j] = a.x + (t + j) * K;
-
+inline void dot_tile(const uint8_t* const* wr, const float* const* xt, int64_t K, float* y, int64_t ys) {
   reg acc[RR][TT];
 #pragma GCC unroll 16
   for (int i = 0; i < RR; ++i)
 #pragma GCC unroll 16
     for (int j = 0; j < TT; ++j) acc[i][j] = V::zero();
 
-  float res[RR][TT];
+  int64_t k = 0;
   if constexpr (!is_quantized(DT)) {
-    int64_t k = 0;
     for (; k + W <= K; k += W) {
       reg xv[TT];
 #pragma GCC unroll 16
@@ -106,19 +119,14 @@ inline void gemv_tile(const MatmulArgs& a, int64_t r, int64_t t) {
         for (int j = 0; j < TT; ++j) acc[i][j] = V::fma(w, xv[j], acc[i][j]);
       }
     }
-    for (int i = 0; i < RR; ++i)
-      for (int j = 0; j < TT; ++j) res[i][j] = V::hsum(acc[i][j]);
-    for (; k < K; ++k) {
-      for (int i = 0; i < RR; ++i) {
-        const float w = weight_at<DT>(wr[i], k);
-        for (int j = 0; j < TT; ++j) res[i][j] += w * xt[j][k];
-      }
-    }
   } else {
+    // The block's scale is applied to the weights before the product (w = d * q), so the
+    // lanes see the same floats as pack_tile writes for the gemm.
     constexpr int64_t bb = block_bytes<DT>();
     for (int64_t b = 0; b < K / kQK; ++b) {
-      float d[RR];
-      for (int i = 0; i < RR; ++i) d[i] = fp16_to_fp32(load_u16(wr[i] + b * bb));
+      reg d[RR];
+#pragma GCC unroll 16
+      for (int i = 0; i < RR; ++i) d[i] = V::set1(half_to_float(wr[i] + b * bb));
 #pragma GCC unroll 4
       for (int jj = 0; jj < kQK; jj += W) {
         reg xv[TT];
@@ -126,30 +134,64 @@ inline void gemv_tile(const MatmulArgs& a, int64_t r, int64_t t) {
         for (int j = 0; j < TT; ++j) xv[j] = V::load(xt[j] + b * kQK + jj);
 #pragma GCC unroll 16
         for (int i = 0; i < RR; ++i) {
-          const reg w = V::mul(load_block<DT>(wr[i] + b * bb, jj), V::set1(d[i]));
+          const reg w = V::mul(load_block<DT>(wr[i] + b * bb, jj), d[i]);
 #pragma GCC unroll 16
           for (int j = 0; j < TT; ++j) acc[i][j] = V::fma(w, xv[j], acc[i][j]);
         }
       }
     }
-    for (int i = 0; i < RR; ++i)
-      for (int j = 0; j < TT; ++j) res[i][j] = V::hsum(acc[i][j]);
+    k = K / kQK * kQK;   // quantized rows hold whole blocks: no tail
   }
+
+  float res[RR][TT];
+#pragma GCC unroll 16
   for (int i = 0; i < RR; ++i)
-    for (int j = 0; j < TT; ++j) a.y[(t + j) * a.rows + r + i] = res[i][j];
+#pragma GCC unroll 16
+    for (int j = 0; j < TT; ++j) res[i][j] = V::hsum(acc[i][j]);
+  if constexpr (!is_quantized(DT)) {
+    for (; k < K; ++k) {
+      for (int i = 0; i < RR; ++i) {
+        const float w = weight_at<DT>(wr[i], k);
+        for (int j = 0; j < TT; ++j) res[i][j] = __builtin_fmaf(w, xt[j][k], res[i][j]);
+      }
+    }
+  }
+  for (int j = 0; j < TT; ++j)
+    for (int i = 0; i < RR; ++i) y[j * ys + i] = res[i][j];
 }
+
+// A tile of rr <= RR rows and tt <= TT tokens, for the edges of the gemm's loops.
+using TileFn = void (*)(const uint8_t* const* wr, const float* const* xt, int64_t K, float* y, int64_t ys);
+
+template <DType DT, int RR, int TT>
+TileFn pick_tile(int rr, int tt) {
+  if constexpr (RR == 0 || TT == 0) {
+    return nullptr;
+  } else {
+    if (rr == RR && tt == TT) return &dot_tile<DT, RR, TT>;
+    if (tt == TT) return pick_tile<DT, RR - 1, TT>(rr, tt);
+    return pick_tile<DT, RR, TT - 1>(rr, tt);
+  }
+}
+
+// ---------------------------------------------------------------------------------- GEMV
 
 template <DType DT, int RR>
 inline void gemv_rows(const MatmulArgs& a, int64_t r) {
+  constexpr int TT = V::kGemvTokens;
+  const int64_t K = a.cols, T = a.n_tokens, ys = a.y_stride;
+  const uint8_t* wr[RR];
+  for (int i = 0; i < RR; ++i) wr[i] = a.w + (r + i) * a.w_row_bytes;
+  const float* xt[TT];
   int64_t t = 0;
-  for (; t + V::kGemvTokens <= a.n_tokens; t += V::kGemvTokens) {
-    gemv_tile<DT, RR, V::kGemvTokens>(a, r, t);
+  for (; t + TT <= T; t += TT) {
+    for (int j = 0; j < TT; ++j) xt[j] = a.x + (t + j) * K;
+    dot_tile<DT, RR, TT>(wr, xt, K, a.y + t * ys + r, ys);
   }
-  switch (a.n_tokens - t) {
-    case 1: gemv_tile<DT, RR, 1>(a, r, t); break;
-    case 2: if constexpr (V::kGemvTokens > 2) gemv_tile<DT, RR, 2>(a, r, t); break;
-    case 3: if constexpr (V::kGemvTokens > 3) gemv_tile<DT, RR, 3>(a, r, t); break;
-    default: break;
+  if (t < T) {
+    const int tt = static_cast<int>(T - t);
+    for (int j = 0; j < tt; ++j) xt[j] = a.x + (t + j) * K;
+    pick_tile<DT, RR, TT - 1>(RR, tt)(wr, xt, K, a.y + t * ys + r, ys);
   }
 }
 
@@ -162,145 +204,202 @@ void gemv_dt(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 // ---------------------------------------------------------------------------------- GEMM
 
-using MicroFn = void (*)(const float* const* w, const float* xp, int64_t kn, float* c, bool accumulate);
-
-// c[i][v*W + l] (+)= sum_k w[i][k] * xp[k][v*W + l] for R rows and NV token vectors. The
-// tile c (rows of V::kPanel floats) carries the partial sums from one k-block to the next.
-template <int R, int NV>
-void gemm_micro(const float* const* w, const float* xp, int64_t kn, float* c, bool accumulate) {
-  const float* wr[R];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) wr[i] = w[i];
-  reg acc[R][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = accumulate ? V::load(c + i * V::kPanel + v * W) : V::zero();
-  for (int64_t k = 0; k < kn; ++k, xp += V::kPanel) {
-    reg b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = V::load(xp + v * W);
-#pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      const reg s = V::set1(wr[i][k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(s, b[v], acc[i][v]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) V::store(c + i * V::kPanel + v * W, acc[i][v]);
-}
-
-template <int R, int NV>
-MicroFn pick_micro(int nr) {
-  if constexpr (R == 0) {
-    return nullptr;
-  } else {
-    if (nr == R) return &gemm_micro<R, NV>;
-    return pick_micro<R - 1, NV>(nr);
-  }
-}
-
-template <int NV>
-MicroFn pick_micro_nv(int nr, int nv) {
-  if constexpr (NV == 0) {
-    return nullptr;
-  } else {
-    if (nv == NV) return pick_micro<V::kGemmRows, NV>(nr);
-    return pick_micro_nv<NV - 1>(nr, nv);
-  }
-}
-
-// Columns [k0, k0 + n) of a weight row as floats.
+// Packs rr <= RR weight rows, columns [0, kv), as floats interleaved by k-step:
+// wp[s][i][l] = w[i][s * W + l], so that a tile reads its weights as one sequential stream.
+// The values are exactly those load_weights / load_block give dot_tile.
 template <DType DT>
-inline void decode_range(const uint8_t* row, int64_t k0, int64_t n, float* out) {
-  if constexpr (!is_quantized(DT)) {
-    int64_t i = 0;
-    for (; i + W <= n; i += W) V::store(out + i, load_weights<DT>(row, k0 + i));
-    for (; i < n; ++i) out[i] = weight_at<DT>(row, k0 + i);
-  } else {
-    // k0 and n are multiples of the block size (kKc is, and quantized rows are).
-    constexpr int64_t bb = block_bytes<DT>();
-    const uint8_t* blk = row + (k0 / kQK) * bb;
-    for (int64_t i = 0; i < n; i += kQK, blk += bb) {
-      const reg d = V::set1(fp16_to_fp32(load_u16(blk)));
+inline void pack_tile(const uint8_t* const* wr, int rr, int64_t kv, float* wp) {
+  constexpr int RR = V::kGemmRows;
+  for (int i = 0; i < rr; ++i) {
+    if constexpr (!is_quantized(DT)) {
+      for (int64_t k = 0; k < kv; k += W) V::store(wp + k * RR + i * W, load_weights<DT>(wr[i], k));
+    } else {
+      constexpr int64_t bb = block_bytes<DT>();
+      const uint8_t* blk = wr[i];
+      for (int64_t k = 0; k < kv; k += kQK, blk += bb) {
+        const reg d = V::set1(half_to_float(blk));
 #pragma GCC unroll 4
-      for (int j = 0; j < kQK; j += W) V::store(out + i + j, V::mul(load_block<DT>(blk, j), d));
+        for (int j = 0; j < kQK; j += W) V::store(wp + (k + j) * RR + i * W, V::mul(load_block<DT>(blk, j), d));
+      }
     }
   }
 }
 
-// Loop nest (outermost first): blocks of kRowBlock rows of this thread, passes over at most
-// kPanelsPerPass token panels, k-blocks of kKc columns, row tiles, panels. The partial sums
-// of a row block x pass live in `acc` (tile-major, kGemmRows x kPanel floats per tile) across
-// k-blocks, and are transposed into y once at the end, so the scalar transpose costs once
-// per K, not once per k-block. The packed x of one pass and k-block (~1 MiB) stays in L2
-// while all row tiles of the block sweep over it; the weights of one tile and k-block stay
-// in L1 while all panels of the pass sweep over them.
+// Whole cache lines (16 floats).
+constexpr int64_t round_up(int64_t n) { return (n + 15) / 16 * 16; }
+inline float* align_up(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+// Lane sums of the register tiles of `rows` rows, whole cache lines.
+constexpr int64_t acc_floats(int64_t rows) {
+  return round_up((rows + V::kGemmRows - 1) / V::kGemmRows * V::kGemmRows * V::kGemmTokens * W);
+}
+
+constexpr int64_t block_rows(int64_t K) {
+  return imin(V::kGemmBlockRows, gemm_block_rows(V::kGemmBlockFloats, V::kGemmRows, K));
+}
+
+// Lane accumulators of one gemm tile (rr <= RR rows x tt <= TT tokens) over f32 columns
+// [k0, k1), continued from `acc` (vector (i, j) at acc + (i * kGemmTokens + j) * W) or
+// from zero when `first`. Storing and reloading a vector is exact, so splitting K into
+// chunks leaves every lane's sum exactly the one dot_tile forms in registers.
+template <int RR, int TT>
+void chunk_tile(const float* wp, const float* xb, int64_t k0, int64_t k1, float* acc, bool first) {
+  constexpr int LT = V::kGemmTokens, LR = V::kGemmRows;
+  reg s[RR][TT];
+#pragma GCC unroll 16
+  for (int i = 0; i < RR; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < TT; ++j) s[i][j] = first ? V::zero() : V::load(acc + (i * LT + j) * W);
+  for (int64_t k = k0; k < k1; k += W, xb += LT * W) {
+    // Hold the shorter side of the tile in registers, stream the longer one.
+    if constexpr (TT <= RR) {
+      reg xv[TT];
+#pragma GCC unroll 16
+      for (int j = 0; j < TT; ++j) xv[j] = V::load(xb + j * W);
+#pragma GCC unroll 16
+      for (int i = 0; i < RR; ++i) {
+        const reg w = V::load(wp + k * LR + i * W);
+#pragma GCC unroll 16
+        for (int j = 0; j < TT; ++j) s[i][j] = V::fma(w, xv[j], s[i][j]);
+      }
+    } else {
+      reg wv[RR];
+#pragma GCC unroll 16
+      for (int i = 0; i < RR; ++i) wv[i] = V::load(wp + k * LR + i * W);
+#pragma GCC unroll 16
+      for (int j = 0; j < TT; ++j) {
+        const reg xj = V::load(xb + j * W);
+#pragma GCC unroll 16
+        for (int i = 0; i < RR; ++i) s[i][j] = V::fma(wv[i], xj, s[i][j]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < RR; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < TT; ++j) V::store(acc + (i * LT + j) * W, s[i][j]);
+}
+
+using ChunkFn = void (*)(const float* wp, const float* xb, int64_t k0, int64_t k1, float* acc, bool first);
+
+template <int RR, int TT>
+ChunkFn pick_chunk(int rr, int tt) {
+  if constexpr (RR == 0 || TT == 0) {
+    return nullptr;
+  } else {
+    if (rr == RR && tt == TT) return &chunk_tile<RR, TT>;
+    if (tt == TT) return pick_chunk<RR - 1, TT>(rr, tt);
+    return pick_chunk<RR, TT - 1>(rr, tt);
+  }
+}
+
+// The end of dot_tile for a gemm tile: the same horizontal tree, then the tail columns
+// [kv, K) one fused multiply-add at a time, read from the weight rows in place.
+template <DType DT>
+inline void finish_tile(const uint8_t* const* wr, const float* const* xt, int rr, int tt, int64_t kv, int64_t K,
+                        const float* acc, float* y, int64_t ys) {
+  for (int i = 0; i < rr; ++i) {
+    for (int j = 0; j < tt; ++j) {
+      float r = V::hsum(V::load(acc + (i * V::kGemmTokens + j) * W));
+      if constexpr (!is_quantized(DT)) {
+        for (int64_t k = kv; k < K; ++k) r = __builtin_fmaf(weight_at<DT>(wr[i], k), xt[j][k], r);
+      }
+      y[j * ys + i] = r;
+    }
+  }
+}
+
+// Loop nest (outermost first): row blocks of this thread (packed once, then in L2), token
+// tiles (x packed by pack_x, streamed from L3), k-chunks of kGemmKc columns, row tiles. One
+// token tile's x chunk (TT x kGemmKc floats) and the block's lane accumulators stay in L1
+// while every row tile of the block streams its packed weights from L2 over them: per
+// k-step RR loads from L2, TT from L1.
 template <DType DT>
 void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
-  static_assert(V::kKc % kQK == 0, "k-blocks must hold whole quantized blocks");
-  static_assert(V::kRowBlock % V::kGemmRows == 0, "row blocks must hold whole row tiles");
-  constexpr int P = V::kPanel;
-  constexpr int RT = V::kGemmRows;
-  constexpr int64_t tile_floats = int64_t{RT} * P;
-  const int64_t K = a.cols, N = a.rows, T = a.n_tokens;
-  const int64_t n_panels = (T + P - 1) / P;
-  float* wtile = scratch;                          // RT x kKc decoded weights
-  float* acc = scratch + int64_t{RT} * V::kKc;     // kRowBlock/RT x kPanelsPerPass tiles
-  const float* wp[RT];
+  constexpr int RR = V::kGemmRows, TT = V::kGemmTokens;
+  constexpr int64_t tile_floats = int64_t{RR} * TT * W;
+  const int64_t K = a.cols, T = a.n_tokens, ys = a.y_stride;
+  // Columns summed in lanes; [kv, K) is the tail (none for quantized rows, whole blocks).
+  const int64_t kv = lane_cols<DT>(K);
+  const int64_t mc = block_rows(K);
+  // Vectors aligned to cache lines: a load that splits two lines costs two.
+  float* wpack = align_up(scratch);           // mc / RR tiles of RR x kv packed weights
+  float* acc = wpack + round_up(mc * K);      // mc / RR tiles of lane sums
 
-  for (int64_t rb0 = r0; rb0 < r1; rb0 += V::kRowBlock) {
-    const int64_t rb1 = imin(r1, rb0 + V::kRowBlock);
-    for (int64_t p0 = 0; p0 < n_panels; p0 += V::kPanelsPerPass) {
-      const int64_t p1 = imin(n_panels, p0 + V::kPanelsPerPass);
-      for (int64_t k0 = 0; k0 < K; k0 += V::kKc) {
-        const int64_t kn = imin(V::kKc, K - k0);
-        for (int64_t rt = rb0; rt < rb1; rt += RT) {
-          const int nr = static_cast<int>(imin(RT, rb1 - rt));
-          for (int i = 0; i < nr; ++i) {
-            const uint8_t* row = a.w + (rt + i) * a.w_row_bytes;
-            if constexpr (DT == DType::F32) {
-              wp[i] = reinterpret_cast<const float*>(row) + k0;
-            } else {
-              decode_range<DT>(row, k0, kn, wtile + i * V::kKc);
-              wp[i] = wtile + i * V::kKc;
-            }
-          }
-          float* acc_row = acc + (rt - rb0) / RT * V::kPanelsPerPass * tile_floats;
-          for (int64_t p = p0; p < p1; ++p) {
-            const int nt = static_cast<int>(imin(P, T - p * P));
-            const int nv = (nt + W - 1) / W;
-            pick_micro_nv<V::kGemmVecs>(nr, nv)(wp, a.xp + (p * K + k0) * P, kn,
-                                                acc_row + (p - p0) * tile_floats, k0 > 0);
+  const uint8_t* wr[RR];
+  const float* xt[TT];
+  for (int64_t rb0 = r0; rb0 < r1; rb0 += mc) {
+    const int64_t nrows = imin(mc, r1 - rb0);
+    for (int64_t r = 0; r < nrows; r += RR) {
+      const int rr = static_cast<int>(imin(RR, nrows - r));
+      for (int i = 0; i < rr; ++i) wr[i] = a.w + (rb0 + r + i) * a.w_row_bytes;
+      pack_tile<DT>(wr, rr, kv, wpack + r * kv);
+    }
+    for (int64_t t0 = 0; t0 < T; t0 += TT) {
+      const int tt = static_cast<int>(imin(TT, T - t0));
+      for (int j = 0; j < tt; ++j) xt[j] = a.x + (t0 + j) * K;
+      const float* xtile = a.xp + t0 / TT * kv * TT;
+      for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += V::kGemmKc) {
+        const int64_t k1 = imin(kv, k0 + V::kGemmKc);
+        for (int64_t r = 0; r < nrows; r += RR) {
+          const int rr = static_cast<int>(imin(RR, nrows - r));
+          float* tacc = acc + r / RR * tile_floats;
+          if (rr == RR && tt == TT) {
+            chunk_tile<RR, TT>(wpack + r * kv, xtile + k0 * TT, k0, k1, tacc, k0 == 0);
+          } else {
+            pick_chunk<RR, TT>(rr, tt)(wpack + r * kv, xtile + k0 * TT, k0, k1, tacc, k0 == 0);
           }
         }
       }
-      // Tiles hold tokens along their rows; y holds them along its columns.
-      for (int64_t rt = rb0; rt < rb1; rt += RT) {
-        const int nr = static_cast<int>(imin(RT, rb1 - rt));
-        const float* acc_row = acc + (rt - rb0) / RT * V::kPanelsPerPass * tile_floats;
-        for (int64_t p = p0; p < p1; ++p) {
-          const float* tile = acc_row + (p - p0) * tile_floats;
-          const int nt = static_cast<int>(imin(P, T - p * P));
-          for (int t = 0; t < nt; ++t) {
-            float* yr = a.y + (p * P + t) * N + rt;
-            for (int i = 0; i < nr; ++i) yr[i] = tile[i * P + t];
-          }
-        }
+      for (int64_t r = 0; r < nrows; r += RR) {
+        const int rr = static_cast<int>(imin(RR, nrows - r));
+        for (int i = 0; i < rr; ++i) wr[i] = a.w + (rb0 + r + i) * a.w_row_bytes;
+        finish_tile<DT>(wr, xt, rr, tt, kv, K, acc + r / RR * tile_floats, a.y + t0 * ys + rb0 + r, ys);
       }
     }
   }
 }
 
-// Scratch one thread needs for gemm().
-constexpr int64_t gemm_scratch_floats() {
-  return int64_t{V::kGemmRows} * V::kKc + int64_t{V::kRowBlock} / V::kGemmRows * V::kPanelsPerPass * V::kGemmRows * V::kPanel;
+// Scratch one thread needs for gemm() with K = cols.
+inline int64_t gemm_scratch_floats(int64_t cols) {
+  return 16 + round_up(block_rows(cols) * cols) + acc_floats(block_rows(cols));
+}
+
+// x packed by token tile and k-step, xp[tile][s][j][l] = x[tile * TT + j][s * W + l], so that
+// each k-chunk of a token tile is one aligned sequential stream for the prefetchers. The
+// lanes of tokens past the end are left unset: the edge tiles never read them.
+inline int64_t gemm_xp_floats(int64_t n_tokens, int64_t cols) {
+  return (n_tokens + V::kGemmTokens - 1) / V::kGemmTokens * V::kGemmTokens * cols;
+}
+
+inline void pack_x(const MatmulArgs& a, int64_t tile0, int64_t tile1, float* xp) {
+  constexpr int TT = V::kGemmTokens;
+  const int64_t K = a.cols;
+  const int64_t kv = is_quantized(a.dtype) ? K : K / W * W;   // as lane_cols<a.dtype>
+  for (int64_t p = tile0; p < tile1; ++p) {
+    float* dst = xp + p * kv * TT;
+    const int tt = static_cast<int>(imin(TT, a.n_tokens - p * TT));
+    for (int j = 0; j < tt; ++j) {
+      const float* src = a.x + (p * TT + j) * K;
+      for (int64_t k = 0; k < kv; k += W) V::store(dst + k * TT + j * W, V::load(src + k));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------- dispatch
+
+inline bool handles(DType dt) {
+  switch (dt) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0: return true;
+    default: return false;   // decoded by matmul.cpp with dequantize_row
+  }
+}
 
 inline void gemv(const MatmulArgs& a, int64_t r0, int64_t r1) {
   switch (a.dtype) {
@@ -309,6 +408,7 @@ inline void gemv(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::BF16: gemv_dt<DType::BF16>(a, r0, r1); return;
     case DType::Q8_0: gemv_dt<DType::Q8_0>(a, r0, r1); return;
     case DType::Q4_0: gemv_dt<DType::Q4_0>(a, r0, r1); return;
+    default: return;   // not handles(): never called
   }
 }
 
@@ -319,5 +419,6 @@ inline void gemm(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
     case DType::BF16: gemm_dt<DType::BF16>(a, r0, r1, scratch); return;
     case DType::Q8_0: gemm_dt<DType::Q8_0>(a, r0, r1, scratch); return;
     case DType::Q4_0: gemm_dt<DType::Q4_0>(a, r0, r1, scratch); return;
+    default: return;   // not handles(): never called
   }
 }
