@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "llmwb/errors.h"
+#include "model/gguf_llama_metadata.h"
 #include "model/gguf_writer.h"
 #include "model/model_file.h"
 #include "model/safetensors_writer.h"
@@ -150,32 +151,7 @@ void write_gguf(const ModelMakerOptions& o, const TokenizerData& vocab, const st
   w.set_str("general.name", c.name);
   w.set_u32("general.file_type", gguf_file_type(o.dtype));
   if (o.dtype == DType::Q8_0 || o.dtype == DType::Q4_0) w.set_u32("general.quantization_version", 2);
-  w.set_u32("llama.context_length", static_cast<uint32_t>(c.max_seq_len));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(c.n_layers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  w.set_u32("llama.attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.set_f32("llama.rope.freq_base", c.rope_theta);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (c.rope_scaling.type == "linear") {
-    w.set_str("llama.rope.scaling.type", "linear");
-    w.set_f32("llama.rope.scaling.factor", c.rope_scaling.factor);
-  }
-  w.set_str("tokenizer.ggml.model", "llama");
-  w.set_str_array("tokenizer.ggml.tokens", vocab.pieces);
-  w.set_f32_array("tokenizer.ggml.scores", vocab.scores);
-  w.set_i32_array("tokenizer.ggml.token_type", vocab.types);
-  w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos_id));
-  w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
-  w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
-  if (vocab.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(vocab.pad_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", true);
-  w.set_bool("tokenizer.ggml.add_eos_token", false);
+  set_llama_gguf_metadata(w, c, vocab, o.out);
   for (const auto& t : plan) {
     // As llama.cpp's quantizer does, 1-D norm weights stay F32 whatever the matrices are.
     const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "llmwb/errors.h"
+#include "model/gguf_llama_metadata.h"
 #include "model/gguf_writer.h"
 
 namespace llmwb {
@@ -34,38 +35,7 @@ void write_model_gguf(const ModelFile& file, const std::string& path, const std:
   for (const TensorView& t : file.tensors) ggml_quant |= t.dtype == DType::Q8_0 || t.dtype == DType::Q4_0 || t.dtype == DType::Q4_1;
   if (ggml_quant) w.set_u32("general.quantization_version", 2);
   if (!scheme.empty()) w.set_str("llmwb.quantization.scheme", scheme);
-  w.set_u32("llama.context_length", static_cast<uint32_t>(c.max_seq_len));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(c.n_layers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  w.set_u32("llama.attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.set_f32("llama.rope.freq_base", c.rope_theta);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (c.rope_scaling.type != "none") {
-    if (c.rope_scaling.type != "linear") {
-      throw Error(path, "rope scaling '" + c.rope_scaling.type + "' has no GGUF keys in this writer");
-    }
-    w.set_str("llama.rope.scaling.type", "linear");
-    w.set_f32("llama.rope.scaling.factor", c.rope_scaling.factor);
-  }
-  const TokenizerData& v = file.tokenizer;
-  if (!v.pieces.empty()) {
-    w.set_str("tokenizer.ggml.model", v.model.empty() ? "llama" : v.model);
-    w.set_str_array("tokenizer.ggml.tokens", v.pieces);
-    if (!v.scores.empty()) w.set_f32_array("tokenizer.ggml.scores", v.scores);
-    if (!v.types.empty()) w.set_i32_array("tokenizer.ggml.token_type", v.types);
-    if (v.bos_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
-    if (v.eos_id >= 0) w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
-    if (v.unk_id >= 0) w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
-    if (v.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
-    w.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
-    if (!v.chat_template.empty()) w.set_str("tokenizer.chat_template", v.chat_template);
-  }
+  set_llama_gguf_metadata(w, c, file.tokenizer, path);
   for (const TensorView& t : file.tensors) {
     // llama.cpp's convert permutes HF q/k rows so that RoPE pairs (2i, 2i+1); within each head,
     // GGUF row 2j + s is HF row s * hd/2 + j.
