@@ -1,0 +1,326 @@
+#include "engine_worker.h"
+
+#include <QTimer>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "llmwb/errors.h"
+
+namespace llmwb::gui {
+
+EngineWorker::EngineWorker(QObject* parent) : QObject(parent) { since_frame_.start(); }
+
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::cancel_load(quint64 ticket) {
+  quint64 seen = cancelled_up_to_.load();
+  while (seen < ticket && !cancelled_up_to_.compare_exchange_weak(seen, ticket)) {
+  }
+}
+
+void EngineWorker::cancel_experiment() { cancel_experiment_ = true; }
+
+void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
+  fail_all("the model was unloaded");
+  engine_.reset();  // free the old weights and KV pool before mapping the new ones
+  steps_since_frame_.clear();
+  QElapsedTimer since_report;
+  since_report.start();
+  double last_fraction = -1.0;
+  auto progress = [&](double fraction, const std::string& what) {
+    // Report at most ~30 times a second: a loader may call back once per tensor.
+    if (fraction >= 1.0 || fraction - last_fraction >= 0.01 || since_report.elapsed() > 30) {
+      emit load_progress(fraction, QString::fromStdString(what));
+      last_fraction = fraction;
+      since_report.restart();
+    }
+    return cancelled_up_to_.load() < ticket;
+  };
+  try {
+    engine_ = std::make_unique<Engine>(config, progress);
+  } catch (const std::exception& e) {
+    engine_.reset();
+    emit load_failed(ticket, QString::fromStdString(e.what()), cancelled_up_to_.load() >= ticket);
+    return;
+  }
+  config_ = engine_->config();
+  const ModelInfo& info = engine_->model_info();
+  const int vocab = info.tokenizer_vocab > 0 ? info.tokenizer_vocab : info.vocab_size;
+  QStringList vocabulary;
+  vocabulary.reserve(vocab);
+  for (int id = 0; id < vocab; ++id)
+    vocabulary << QString::fromStdString(engine_->token_text(id));
+  engine_->set_attention_capture(capture_);
+  emit load_progress(1.0, "loaded");
+  emit model_loaded(ticket, info, vocabulary, config_);
+}
+
+void EngineWorker::unload_model() {
+  fail_all("the model was unloaded");
+  engine_.reset();
+  steps_since_frame_.clear();
+}
+
+void EngineWorker::submit(const ui::GenerationRequest& request) {
+  Active a;
+  a.ticket = request.ticket;
+  a.pending.ticket = request.ticket;
+  if (!engine_) {
+    emit tokens(finish_delta(a, FinishReason::Error, "no model is loaded"));
+    return;
+  }
+  try {
+    a.request_id = engine_->add_request(request.prompt, request.params);
+  } catch (const std::exception& e) {
+    emit tokens(finish_delta(a, FinishReason::Error, e.what()));
+    return;
+  }
+  active_.emplace(request.ticket, std::move(a));
+  schedule_step();
+}
+
+void EngineWorker::abort(quint64 ticket) {
+  auto it = active_.find(ticket);
+  if (it == active_.end()) return;  // already finished
+  if (engine_) engine_->abort(it->second.request_id);
+  // Reported at once with the tokens so far; later outputs for this request are ignored, so
+  // the stop takes effect before the next step.
+  flush(true);
+  emit tokens(finish_delta(it->second, FinishReason::Abort, {}));
+  active_.erase(it);
+}
+
+void EngineWorker::set_attention_capture(bool on, int layer, int max_queries) {
+  if (on) capture_ = AttentionCaptureRequest{layer, max_queries};
+  else capture_.reset();
+  if (engine_) engine_->set_attention_capture(capture_);
+}
+
+void EngineWorker::set_step_delay(int milliseconds) { step_delay_ms_ = std::max(0, milliseconds); }
+
+void EngineWorker::schedule_step() {
+  if (step_posted_ || !engine_ || !engine_->has_unfinished()) return;
+  step_posted_ = true;
+  if (step_delay_ms_ > 0)
+    QTimer::singleShot(step_delay_ms_, this, &EngineWorker::run_step);
+  else
+    QMetaObject::invokeMethod(this, &EngineWorker::run_step, Qt::QueuedConnection);
+}
+
+void EngineWorker::run_step() {
+  step_posted_ = false;
+  if (!engine_ || !engine_->has_unfinished()) {
+    flush(true);
+    return;
+  }
+  std::vector<RequestOutput> outputs;
+  try {
+    outputs = engine_->step();
+  } catch (const std::exception& e) {
+    fail_all(QString::fromStdString(e.what()));
+    return;
+  }
+  steps_since_frame_.push_back(ui::StepRecord::from(engine_->telemetry()));
+  bool urgent = false;
+  for (const auto& out : outputs) {
+    absorb(out);
+  }
+  for (auto& [ticket, a] : active_) {
+    // The first token goes out at once: time to first token is what a user watches for.
+    if (a.dirty && !a.first_sent) urgent = true;
+  }
+  // In slow motion every step is shown: the point is to watch each one.
+  flush(urgent || step_delay_ms_ > 0 || !engine_->has_unfinished());
+  schedule_step();
+}
+
+void EngineWorker::absorb(const RequestOutput& out) {
+  auto it = std::find_if(active_.begin(), active_.end(),
+                         [&](const auto& kv) { return kv.second.request_id == out.request_id; });
+  if (it == active_.end()) return;  // aborted by the user, already reported
+  Active& a = it->second;
+  a.pending.num_prompt_tokens = int(out.prompt_token_ids.size());
+  if (!out.outputs.empty()) {
+    const CompletionOutput& c = out.outputs[0];
+    for (size_t i = a.tokens_seen; i < c.token_ids.size(); ++i) {
+      a.pending.token_ids.push_back(c.token_ids[i]);
+      a.pending.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
+    }
+    a.tokens_seen = c.token_ids.size();
+    // A stop string can shorten the text at the end; the final text then replaces it all.
+    if (c.text.size() > a.text.size() && c.text.compare(0, a.text.size(), a.text) == 0)
+      a.pending.text += c.text.substr(a.text.size());
+    a.text = c.text;
+    a.pending.num_output_tokens = int(c.token_ids.size());
+    a.dirty = true;
+  }
+  a.pending.time_to_first_token = out.time_to_first_token;
+  a.pending.total_time = out.total_time;
+  if (out.finished || !out.error.empty()) {
+    const FinishReason reason = !out.error.empty()    ? FinishReason::Error
+                                : out.outputs.empty() ? FinishReason::Stop
+                                                      : out.outputs[0].finish_reason;
+    emit tokens(finish_delta(a, reason, out.error));
+    active_.erase(it);
+  }
+}
+
+ui::TokenDelta EngineWorker::finish_delta(Active& a, FinishReason reason, const std::string& error) {
+  ui::TokenDelta d = std::move(a.pending);
+  d.ticket = a.ticket;
+  d.finished = true;
+  d.finish_reason = reason;
+  d.final_text = a.text;
+  d.error = error;
+  d.num_output_tokens = int(a.tokens_seen);
+  a.pending = {};
+  a.dirty = false;
+  return d;
+}
+
+void EngineWorker::flush(bool force) {
+  if (!force && since_frame_.elapsed() < kFrameIntervalMs) return;
+  since_frame_.restart();
+  for (auto& [ticket, a] : active_) {
+    if (!a.dirty) continue;
+    ui::TokenDelta d = std::move(a.pending);
+    d.ticket = ticket;
+    a.pending = {};
+    a.pending.num_prompt_tokens = d.num_prompt_tokens;
+    a.dirty = false;
+    a.first_sent = true;
+    emit tokens(d);
+  }
+  if (engine_ && !steps_since_frame_.empty()) {
+    ui::TelemetryFrame frame;
+    frame.steps = std::move(steps_since_frame_);
+    steps_since_frame_.clear();
+    frame.latest = std::make_shared<const StepTelemetry>(engine_->telemetry());
+    emit telemetry(frame);
+  }
+}
+
+void EngineWorker::fail_all(const QString& error) {
+  flush(true);
+  for (auto& [ticket, a] : active_) {
+    if (engine_) engine_->abort(a.request_id);
+    emit tokens(finish_delta(a, FinishReason::Error, error.toStdString()));
+  }
+  active_.clear();
+}
+
+void EngineWorker::run_experiment(const ui::Experiment& experiment) {
+  cancel_experiment_ = false;
+  if (!engine_) {
+    emit experiment_finished("load a model first: an experiment runs on the loaded model");
+    return;
+  }
+  if (experiment.configs.empty() || experiment.prompts.isEmpty()) {
+    emit experiment_finished("an experiment needs at least one configuration and one prompt");
+    return;
+  }
+  for (int i = 0; i < int(experiment.configs.size()); ++i) {
+    if (cancel_experiment_) {
+      emit experiment_finished("cancelled");
+      return;
+    }
+    emit experiment_result(run_configuration(experiment, i));
+  }
+  emit experiment_finished({});
+}
+
+ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, int index) {
+  using Clock = std::chrono::steady_clock;
+  const ui::ExperimentConfig& cfg = e.configs[size_t(index)];
+  ui::ExperimentResult result;
+  result.config_index = index;
+  result.config_name = cfg.name;
+  emit experiment_progress(index, "loading " + cfg.name);
+  const auto t_load = Clock::now();
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = std::make_unique<Engine>(cfg.apply_to(config_),
+                                      [&](double, const std::string&) { return !cancel_experiment_; });
+  } catch (const std::exception& ex) {
+    result.error = QString::fromStdString(ex.what());
+    return result;
+  }
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - t_load).count();
+  emit experiment_progress(index, "running " + cfg.name);
+
+  std::vector<uint64_t> ids;
+  try {
+    for (const QString& p : e.prompts) ids.push_back(engine->add_request(p.toStdString(), e.sampling_params()));
+  } catch (const std::exception& ex) {
+    result.error = QString::fromStdString(ex.what());
+    return result;
+  }
+  std::map<uint64_t, RequestOutput> finished;
+  double prefill_seconds = 0.0, decode_seconds = 0.0;
+  long prefill_tokens = 0, decode_tokens = 0;
+  int peak_blocks = 0;
+  const auto t_run = Clock::now();
+  try {
+    while (engine->has_unfinished() && !cancel_experiment_) {
+      for (auto& out : engine->step())
+        if (out.finished) finished[out.request_id] = std::move(out);
+      const StepTelemetry& t = engine->telemetry();
+      // A mixed step's time is split by token share: prefill and decode rates stay comparable
+      // across configurations whose batch limits mix them differently.
+      const int tokens = t.num_prefill_tokens + t.num_decode_tokens;
+      if (tokens > 0) {
+        prefill_seconds += t.step_seconds * t.num_prefill_tokens / tokens;
+        decode_seconds += t.step_seconds * t.num_decode_tokens / tokens;
+      }
+      prefill_tokens += t.num_prefill_tokens;
+      decode_tokens += t.num_decode_tokens;
+      peak_blocks = std::max(peak_blocks, t.blocks_used);
+    }
+  } catch (const std::exception& ex) {
+    result.error = QString::fromStdString(ex.what());
+    return result;
+  }
+  if (cancel_experiment_) {
+    result.error = "cancelled";
+    return result;
+  }
+  const double run_seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
+  double ttft_sum = 0.0, tpot_sum = 0.0;
+  int tpot_n = 0;
+  long output_tokens = 0;
+  for (uint64_t id : ids) {
+    const RequestOutput& out = finished[id];
+    const CompletionOutput c = out.outputs.empty() ? CompletionOutput{} : out.outputs[0];
+    result.token_ids.push_back(c.token_ids);
+    result.texts.push_back(out.error.empty() ? c.text : "[error] " + out.error);
+    ttft_sum += out.time_to_first_token;
+    output_tokens += long(c.token_ids.size());
+    if (c.token_ids.size() > 1) {
+      tpot_sum += (out.total_time - out.time_to_first_token) / double(c.token_ids.size() - 1);
+      ++tpot_n;
+    }
+  }
+  const StepTelemetry& t = engine->telemetry();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double mib = 1024.0 * 1024.0;
+  result.metrics = {
+      {"output tok/s", run_seconds > 0 ? double(output_tokens) / run_seconds : nan},
+      {"decode tok/s", decode_seconds > 0 ? double(decode_tokens) / decode_seconds : nan},
+      {"prefill tok/s", prefill_seconds > 0 ? double(prefill_tokens) / prefill_seconds : nan},
+      {"TTFT ms", ids.empty() ? nan : 1000.0 * ttft_sum / double(ids.size())},
+      {"TPOT ms", tpot_n ? 1000.0 * tpot_sum / tpot_n : nan},
+      {"total s", run_seconds},
+      {"load s", load_seconds},
+      {"output tokens", double(output_tokens)},
+      {"weights MiB", double(engine->model_info().weight_bytes) / mib},
+      {"KV pool MiB", double(t.kv_bytes_total) / mib},
+      {"peak KV blocks", double(peak_blocks)},
+      {"preemptions", double(t.preemptions_total)},
+      {"prefix hit tokens", double(t.prefix_cache_hit_tokens_total)},
+  };
+  return result;
+}
+
+}  // namespace llmwb::gui

@@ -1,0 +1,97 @@
+// engine_worker.h — the Engine in its own thread.
+//
+// EngineWorker is a QObject moved to a dedicated QThread. It owns the llmwb::Engine and runs
+// its step loop one step per event-loop turn, so requests, aborts and configuration changes
+// (queued slot calls) are handled between two steps: an abort is honoured before the next
+// step. Results leave as queued signals: token deltas and telemetry are coalesced to screen
+// rate (~30 Hz), so a fast model does not flood the GUI thread and the GUI costs the engine
+// one small copy per frame rather than per step. The GUI thread never runs a forward pass.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QStringList>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "llmwb/engine.h"
+#include "meta_types.h"
+
+namespace llmwb::gui {
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit EngineWorker(QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Thread-safe (plain calls from the GUI thread): a model load or an experiment in progress
+  // stops at its next progress report / step. Loads are numbered by the caller; cancelling
+  // `ticket` cancels that load and every earlier one, whether it has started yet or not.
+  void cancel_load(quint64 ticket);
+  void cancel_experiment();
+
+  // Frames and deltas are sent at most this often while generating.
+  static constexpr int kFrameIntervalMs = 33;
+
+ public slots:
+  void load_model(const llmwb::EngineConfig& config, quint64 ticket);
+  // Frees the model (a load the user cancelled after it had already finished).
+  void unload_model();
+  void submit(const llmwb::ui::GenerationRequest& request);
+  void abort(quint64 ticket);
+  // Attention weights are captured only while a view shows them (capture costs a copy per step).
+  void set_attention_capture(bool on, int layer, int max_queries);
+  // Slow motion for watching the engine work: a pause between steps (0 = none). The event
+  // loop runs during the pause, so aborts still arrive between steps.
+  void set_step_delay(int milliseconds);
+  // Runs `experiment` configuration after configuration on fresh engines for the loaded model.
+  void run_experiment(const llmwb::ui::Experiment& experiment);
+
+ signals:
+  void load_progress(double fraction, const QString& what);
+  void model_loaded(quint64 ticket, const llmwb::ModelInfo& info, const QStringList& vocabulary,
+                    const llmwb::EngineConfig& config);
+  void load_failed(quint64 ticket, const QString& error, bool cancelled);
+  void tokens(const llmwb::ui::TokenDelta& delta);
+  void telemetry(const llmwb::ui::TelemetryFrame& frame);
+  void experiment_progress(int config_index, const QString& what);
+  void experiment_result(const llmwb::ui::ExperimentResult& result);
+  void experiment_finished(const QString& error);
+
+ private:
+  struct Active {
+    quint64 ticket = 0;
+    uint64_t request_id = 0;
+    size_t tokens_seen = 0;     // tokens already put into a delta
+    std::string text;           // cumulative text as last reported
+    ui::TokenDelta pending;     // not yet emitted
+    bool dirty = false;
+    bool first_sent = false;
+  };
+
+  void schedule_step();
+  void run_step();
+  void absorb(const RequestOutput& out);
+  void flush(bool force);
+  void fail_all(const QString& error);
+  ui::TokenDelta finish_delta(Active& a, FinishReason reason, const std::string& error);
+  ui::ExperimentResult run_configuration(const ui::Experiment& e, int index);
+
+  std::unique_ptr<Engine> engine_;
+  EngineConfig config_;
+  std::map<quint64, Active> active_;  // by ticket
+  std::vector<ui::StepRecord> steps_since_frame_;
+  QElapsedTimer since_frame_;
+  bool step_posted_ = false;
+  int step_delay_ms_ = 0;
+  std::optional<AttentionCaptureRequest> capture_;
+  std::atomic<quint64> cancelled_up_to_{0};
+  std::atomic<bool> cancel_experiment_{false};
+};
+
+}  // namespace llmwb::gui

@@ -1,0 +1,140 @@
+#include "screenshot_mode.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QPlainTextEdit>
+#include <QTextStream>
+#include <QThread>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "attention_heatmap.h"
+#include "chat_view.h"
+#include "completion_view.h"
+#include "experiments_view.h"
+#include "sampling_params_editor.h"
+
+namespace llmwb::gui {
+
+using ui::MainWindow;
+
+ScreenshotMode::ScreenshotMode(Workbench& bench, QString model, QString tokenizer, QString dir)
+    : bench_(bench), model_(std::move(model)), tokenizer_(std::move(tokenizer)), dir_(std::move(dir)) {}
+
+void ScreenshotMode::start() {
+  if (!QDir().mkpath(dir_)) return fail(dir_ + ": cannot create the folder");
+  MainWindow& w = bench_.window();
+  w.resize(1440, 960);
+  w.show();
+  connect(&w, &MainWindow::model_ready, this, &ScreenshotMode::on_model_ready, Qt::SingleShotConnection);
+  connect(&bench_.worker(), &EngineWorker::load_failed, this,
+          [this](quint64, const QString& error, bool) { fail("cannot open the model: " + error); });
+  if (!w.open_model(model_, tokenizer_)) fail(model_ + ": cannot open");
+}
+
+bool ScreenshotMode::wait_for(const std::function<bool()>& done, double seconds) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > seconds * 1000) return false;
+    QApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(5);
+  }
+  return true;
+}
+
+bool ScreenshotMode::capture(const QString& name) {
+  // Let layouts settle and queued replots run before grabbing.
+  wait_for([] { return false; }, 0.25);
+  const QString path = QDir(dir_).filePath(name + ".png");
+  if (!bench_.window().grab().save(path)) {
+    fail(path + ": cannot write the PNG");
+    return false;
+  }
+  written_ << path;
+  return true;
+}
+
+void ScreenshotMode::on_model_ready() {
+  MainWindow& w = bench_.window();
+  // Slow motion so the live views are caught mid-generation, as a person would see them.
+  emit w.step_delay_requested(8);
+  w.show_view(MainWindow::View::Attention);  // the heatmap is captured only while shown
+  w.show_view(MainWindow::View::Completion);
+  ui::CompletionView* c = w.completion_view();
+  c->prompt_editor()->setPlainText({});
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 160;
+  c->sampling()->set_params(greedy);
+  c->generate();
+  if (!wait_for([c] { return c->generated_tokens() >= 48 || !c->is_generating(); }, 60))
+    return fail("no tokens within 60 s");
+  on_completion_running();
+}
+
+void ScreenshotMode::on_completion_running() {
+  MainWindow& w = bench_.window();
+  if (!capture("attention")) return;
+  w.show_view(MainWindow::View::KvCache);
+  if (!capture("kv_cache")) return;
+  w.show_view(MainWindow::View::Timeline);
+  if (!capture("timeline")) return;
+  w.show_view(MainWindow::View::Throughput);
+  if (!capture("completion")) return;
+  ui::CompletionView* c = w.completion_view();
+  if (!wait_for([c] { return !c->is_generating(); }, 120)) return fail("the generation did not finish");
+  if (c->last_finish_reason() == FinishReason::Error) return fail("the generation failed");
+  on_completion_done();
+}
+
+void ScreenshotMode::on_completion_done() {
+  MainWindow& w = bench_.window();
+  emit w.step_delay_requested(0);
+  w.show_view(MainWindow::View::Chat);
+  ui::ChatView* chat = w.chat_view();
+  // A scratch store: screenshots must not add conversations to the user's own list.
+  chat->set_store(ui::ConversationStore(QDir(dir_).filePath("conversations")));
+  chat->new_chat();
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 60;
+  chat->sampling()->set_params(greedy);
+  chat->input()->setPlainText("Once upon a time, there was a dog named Max.");
+  chat->send();
+  if (!wait_for([chat] { return !chat->is_generating(); }, 120)) return fail("the chat reply did not finish");
+  on_chat_done();
+}
+
+void ScreenshotMode::on_chat_done() {
+  if (!capture("chat")) return;
+  MainWindow& w = bench_.window();
+  w.show_view(MainWindow::View::Experiments);
+  ui::ExperimentsView* x = w.experiments_view();
+  ui::Experiment e;
+  e.name = "threads 1 vs 2";
+  e.prompts = QStringList{"Once upon a time", "The little dog was"};
+  e.max_tokens = 40;
+  e.temperature = 0.0f;
+  e.configs = {ui::ExperimentConfig::named("1 thread, block 16", 1, 16),
+               ui::ExperimentConfig::named("2 threads, block 8", 2, 8)};
+  x->set_experiment(e);
+  x->run();
+  if (!wait_for([x] { return !x->is_running(); }, 180)) return fail("the experiment did not finish");
+  on_experiment_done();
+}
+
+void ScreenshotMode::on_experiment_done() {
+  if (!capture("experiments")) return;
+  QTextStream(stdout) << "wrote " << written_.size() << " screenshots to " << dir_ << "\n";
+  QApplication::exit(0);
+}
+
+void ScreenshotMode::fail(const QString& why) {
+  QTextStream(stderr) << "llmwb --screenshot-dir: " << why << "\n";
+  QApplication::exit(1);
+}
+
+}  // namespace llmwb::gui

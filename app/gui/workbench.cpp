@@ -1,0 +1,47 @@
+#include "workbench.h"
+
+#include <limits>
+
+namespace llmwb::gui {
+
+Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui::MainWindow>()) {
+  ui::register_meta_types();
+  thread_.setObjectName("llmwb-engine");
+  worker_->moveToThread(&thread_);
+  ui::MainWindow* w = window_.get();
+  EngineWorker* e = worker_;
+  // GUI -> engine: queued, so each call runs in the worker thread between two steps.
+  connect(w, &ui::MainWindow::load_requested, e, &EngineWorker::load_model, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::unload_requested, e, &EngineWorker::unload_model, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::generate_requested, e, &EngineWorker::submit, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::abort_requested, e, &EngineWorker::abort, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::attention_capture_requested, e, &EngineWorker::set_attention_capture,
+          Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::step_delay_requested, e, &EngineWorker::set_step_delay, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::experiment_requested, e, &EngineWorker::run_experiment, Qt::QueuedConnection);
+  // Cancellation must reach a worker that is busy loading or experimenting, so it sets an
+  // atomic flag directly from the GUI thread instead of waiting in the queue.
+  connect(w, &ui::MainWindow::cancel_load_requested, w, [e](quint64 ticket) { e->cancel_load(ticket); });
+  connect(w, &ui::MainWindow::cancel_experiment_requested, w, [e] { e->cancel_experiment(); });
+  // Engine -> GUI: queued into the GUI thread.
+  connect(e, &EngineWorker::load_progress, w, &ui::MainWindow::on_load_progress, Qt::QueuedConnection);
+  connect(e, &EngineWorker::model_loaded, w, &ui::MainWindow::on_model_loaded, Qt::QueuedConnection);
+  connect(e, &EngineWorker::load_failed, w, &ui::MainWindow::on_load_failed, Qt::QueuedConnection);
+  connect(e, &EngineWorker::tokens, w, &ui::MainWindow::on_tokens, Qt::QueuedConnection);
+  connect(e, &EngineWorker::telemetry, w, &ui::MainWindow::on_telemetry, Qt::QueuedConnection);
+  ui::ExperimentsView* x = w->experiments_view();
+  connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
+  connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
+  connect(e, &EngineWorker::experiment_finished, x, &ui::ExperimentsView::on_finished, Qt::QueuedConnection);
+  thread_.start();
+}
+
+Workbench::~Workbench() {
+  worker_->cancel_load(std::numeric_limits<quint64>::max());
+  worker_->cancel_experiment();
+  thread_.quit();
+  thread_.wait();
+  delete worker_;  // the thread has stopped: no event of the worker's can still run
+}
+
+}  // namespace llmwb::gui

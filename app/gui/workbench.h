@@ -1,0 +1,33 @@
+// workbench.h — the application assembled: the MainWindow in the GUI thread, the EngineWorker
+// in its own QThread, and the queued connections between them. main.cpp, the screenshot mode
+// and the UI tests all build the application through this one class.
+#pragma once
+
+#include <QObject>
+#include <QThread>
+
+#include <memory>
+
+#include "engine_worker.h"
+#include "experiments_view.h"
+#include "main_window.h"
+
+namespace llmwb::gui {
+
+class Workbench : public QObject {
+  Q_OBJECT
+
+ public:
+  Workbench();
+  ~Workbench() override;
+
+  ui::MainWindow& window() { return *window_; }
+  EngineWorker& worker() { return *worker_; }
+
+ private:
+  QThread thread_;
+  EngineWorker* worker_;  // lives in thread_; deleted after the thread has stopped
+  std::unique_ptr<ui::MainWindow> window_;
+};
+
+}  // namespace llmwb::gui

@@ -1,0 +1,49 @@
+#include "ui_test_support.h"
+
+#include <QDir>
+#include <QFile>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTest>
+
+namespace llmwb::uitest {
+
+QString shared_path(const QString& rel) { return QString(LLMWB_SHARED_DIR) + "/" + rel; }
+
+QString scratch_dir(const QString& name) {
+  QDir dir(QString(LLMWB_UI_TEST_TMP) + "/" + name);
+  dir.removeRecursively();
+  QDir().mkpath(dir.path());
+  return dir.path();
+}
+
+QString read_text(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QString::fromUtf8(f.readAll());
+}
+
+QString stories_gguf() { return shared_path("models/stories260K/stories260K.gguf"); }
+
+void isolate_user_data() {
+  QCoreApplication::setOrganizationName("llmwb-test");
+  QCoreApplication::setApplicationName("llmwb-test");
+  QStandardPaths::setTestModeEnabled(true);
+  QSettings().clear();
+  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
+}
+
+std::unique_ptr<gui::Workbench> start_application(ui::MainWindow::View view) {
+  isolate_user_data();
+  auto bench = std::make_unique<gui::Workbench>();
+  bench->window().show();
+  bench->window().show_view(view);
+  return bench;
+}
+
+bool open_model_and_wait(ui::MainWindow& window, const QString& path, int timeout_ms) {
+  if (!window.open_model(path)) return false;
+  return QTest::qWaitFor([&] { return !window.is_loading(); }, timeout_ms) && window.is_model_loaded();
+}
+
+}  // namespace llmwb::uitest

@@ -1,0 +1,134 @@
+// Chat: a greedy turn through the completion template of stories260K, saved as JSON after the
+// turn; the saved conversation reloads identically; regenerate and edit-and-resend work.
+#include <QFile>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QTest>
+
+#include "chat_view.h"
+#include "sampling_params_editor.h"
+#include "ui_test_support.h"
+
+using namespace llmwb;
+
+class TestChatView : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::Workbench> bench_;
+  QString store_dir_;
+  ui::ChatView* chat() { return bench_->window().chat_view(); }
+
+  void send(const QString& text) {
+    chat()->input()->setPlainText(text);
+    chat()->send();
+    QVERIFY(chat()->is_generating());
+    QVERIFY(QTest::qWaitFor([&] { return !chat()->is_generating(); }, 60000));
+    QVERIFY2(chat()->last_error().isEmpty(), qPrintable(chat()->last_error()));
+  }
+
+ private slots:
+  void initTestCase() {
+    bench_ = uitest::start_application(ui::MainWindow::View::Chat);
+    store_dir_ = uitest::scratch_dir("conversations");
+    chat()->set_store(ui::ConversationStore(store_dir_));
+    QVERIFY(uitest::open_model_and_wait(bench_->window(), uitest::stories_gguf()));
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 24;
+    chat()->sampling()->set_params(greedy);
+  }
+
+  void cleanupTestCase() { bench_.reset(); }
+
+  void a_base_model_chats_in_completion_format() {
+    QCOMPARE(chat()->effective_format(), ChatFormat::Completion);
+  }
+
+  void a_turn_streams_a_reply_and_saves_the_conversation() {
+    chat()->new_chat();
+    chat()->system_prompt()->setText("");
+    send("Once upon a time, there was a cat.");
+    const ui::Conversation& c = chat()->conversation();
+    QCOMPARE(c.messages.size(), size_t(2));
+    QCOMPARE(c.messages[0].role, std::string("user"));
+    QCOMPARE(c.messages[1].role, std::string("assistant"));
+    QVERIFY(!c.messages[1].content.empty());
+    QVERIFY(QFile::exists(chat()->store().path_for(c.id)));
+    QVERIFY(chat()->transcript_text().contains(QString::fromStdString(c.messages[1].content)));
+  }
+
+  void a_saved_conversation_reloads_identically() {
+    const ui::Conversation saved = chat()->conversation();
+    const QString transcript = chat()->transcript_text();
+    const ui::Conversation loaded = ui::ConversationStore(store_dir_).load(saved.id);
+    QVERIFY(loaded == saved);
+    chat()->new_chat();
+    QVERIFY(chat()->conversation().messages.empty());
+    chat()->open_conversation(saved.id);
+    QVERIFY(chat()->conversation() == saved);
+    QCOMPARE(chat()->transcript_text(), transcript);
+  }
+
+  void regenerate_replaces_the_last_reply_with_the_same_greedy_text() {
+    const ui::Conversation before = chat()->conversation();
+    chat()->regenerate();
+    QVERIFY(QTest::qWaitFor([&] { return !chat()->is_generating(); }, 60000));
+    const ui::Conversation after = chat()->conversation();
+    QCOMPARE(after.messages.size(), before.messages.size());
+    QCOMPARE(after.messages.back().content, before.messages.back().content);
+  }
+
+  void edit_last_returns_the_message_to_the_input_and_resend_replaces_the_turn() {
+    chat()->edit_last();
+    QCOMPARE(chat()->input()->toPlainText(), QString("Once upon a time, there was a cat."));
+    QVERIFY(chat()->conversation().messages.empty());
+    send("Once upon a time, there was a dog.");
+    QCOMPARE(chat()->conversation().messages.size(), size_t(2));
+    QCOMPARE(chat()->conversation().messages[0].content, std::string("Once upon a time, there was a dog."));
+    const ui::Conversation reloaded = ui::ConversationStore(store_dir_).load(chat()->conversation().id);
+    QVERIFY(reloaded == chat()->conversation());
+  }
+
+  void keyboard_shortcuts_send_stop_and_start_a_new_chat() {
+    const QString dog_chat = chat()->conversation().id;
+    chat()->new_chat();
+    chat()->input()->setPlainText("Once upon a time");
+    bench_->window().activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&bench_->window()));
+    chat()->input()->setFocus();
+    emit bench_->window().step_delay_requested(50);
+    QTest::keyClick(chat()->input(), Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(chat()->is_generating());
+    QCOMPARE(chat()->conversation().messages.size(), size_t(1));
+    QTest::keyClick(chat()->input(), Qt::Key_Escape);
+    QVERIFY(QTest::qWaitFor([&] { return !chat()->is_generating(); }, 30000));
+    emit bench_->window().step_delay_requested(0);
+    const QString id = chat()->conversation().id;
+    QTest::keyClick(chat()->input(), Qt::Key_N, Qt::ControlModifier);
+    QVERIFY(chat()->conversation().id != id);
+    QVERIFY(chat()->conversation().messages.empty());
+    chat()->open_conversation(dog_chat);
+    QCOMPARE(chat()->conversation().id, dog_chat);
+  }
+
+  void the_newest_conversation_comes_back_at_start_up() {
+    ui::ChatView fresh;
+    fresh.set_store(ui::ConversationStore(store_dir_));
+    const std::vector<ui::Conversation> saved = ui::ConversationStore(store_dir_).load_all();
+    QVERIFY(!saved.empty());
+    QVERIFY(fresh.conversation() == saved.front());
+  }
+
+  void markdown_export_writes_every_turn() {
+    const QString path = uitest::scratch_dir("markdown") + "/chat.md";
+    QVERIFY(chat()->export_markdown(path));
+    const QString md = uitest::read_text(path);
+    QVERIFY(md.contains("**User:**"));
+    QVERIFY(md.contains("Once upon a time, there was a dog."));
+    QVERIFY(md.contains(QString::fromStdString(chat()->conversation().messages[1].content)));
+  }
+};
+
+QTEST_MAIN(TestChatView)
+#include "test_chat_view.moc"

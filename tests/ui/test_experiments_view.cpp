@@ -1,0 +1,104 @@
+// Experiments: two configurations give two result rows with the same greedy tokens; the
+// experiment round-trips through JSON, the table exports as CSV, a bad file shows an error.
+#include <QFile>
+#include <QTableWidget>
+#include <QTest>
+
+#include "experiments_view.h"
+#include "message_banner.h"
+#include "ui_test_support.h"
+
+using namespace llmwb;
+
+class TestExperimentsView : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::Workbench> bench_;
+  ui::ExperimentsView* view() { return bench_->window().experiments_view(); }
+
+  static ui::Experiment two_configurations() {
+    ui::Experiment e;
+    e.name = "threads";
+    e.prompts = QStringList{"Once upon a time", "The cat sat"};
+    e.max_tokens = 24;
+    e.temperature = 0.0f;
+    e.seed = 99;
+    e.configs = {ui::ExperimentConfig::named("one thread", 1, 16), ui::ExperimentConfig::named("two threads", 2, 8)};
+    return e;
+  }
+
+ private slots:
+  void initTestCase() {
+    bench_ = uitest::start_application(ui::MainWindow::View::Experiments);
+    QVERIFY(uitest::open_model_and_wait(bench_->window(), uitest::stories_gguf()));
+  }
+
+  void cleanupTestCase() { bench_.reset(); }
+
+  void two_configurations_yield_two_result_rows() {
+    view()->set_experiment(two_configurations());
+    view()->run();
+    QVERIFY(view()->is_running());
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    QCOMPARE(view()->result_rows(), 2);
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(2));
+    for (const auto& r : results) {
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      QCOMPARE(r.token_ids.size(), size_t(2));
+      QCOMPARE(r.token_ids[0].size(), size_t(24));
+    }
+    // Greedy decoding does not depend on threads or block size.
+    QCOMPARE(results[0].token_ids, results[1].token_ids);
+    QCOMPARE(ui::ExperimentsView::first_divergence(results[0].token_ids[0], results[1].token_ids[0]), -1);
+    QTableWidget* table = view()->results_table();
+    QCOMPARE(table->item(0, 0)->text(), QString("one thread"));
+    QCOMPARE(table->item(1, 0)->text(), QString("two threads"));
+    QCOMPARE(table->horizontalHeaderItem(1)->text(), QString("output tok/s"));
+    QVERIFY(table->item(0, 1)->data(Qt::UserRole).toDouble() > 0.0);
+  }
+
+  void first_divergence_finds_the_first_differing_token() {
+    QCOMPARE(ui::ExperimentsView::first_divergence({1, 2, 3}, {1, 2, 4}), 2);
+    QCOMPARE(ui::ExperimentsView::first_divergence({1, 2, 3}, {1, 2, 3}), -1);
+    QCOMPARE(ui::ExperimentsView::first_divergence({1, 2}, {1, 2, 3}), 2);
+    QCOMPARE(ui::ExperimentsView::first_divergence({5}, {6}), 0);
+  }
+
+  void csv_export_has_a_header_and_one_line_per_configuration() {
+    const QString path = uitest::scratch_dir("experiments") + "/table.csv";
+    QVERIFY(view()->export_csv(path));
+    const QStringList lines = uitest::read_text(path).split("\r\n", Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QVERIFY(lines[0].startsWith("configuration,output tok/s"));
+    QVERIFY(lines[1].startsWith("one thread,"));
+  }
+
+  void an_experiment_round_trips_through_json() {
+    const QString path = uitest::scratch_dir("experiments_json") + "/e.json";
+    view()->set_experiment(two_configurations());
+    QVERIFY(view()->save(path));
+    view()->set_experiment(ui::Experiment{});
+    QCOMPARE(view()->experiment().configs.size(), size_t(0));
+    QVERIFY(view()->load(path));
+    const ui::Experiment e = view()->experiment();
+    QCOMPARE(e.to_json(), two_configurations().to_json());
+  }
+
+  void a_malformed_experiment_file_shows_an_error_and_changes_nothing() {
+    const QString path = uitest::scratch_dir("experiments_bad") + "/bad.json";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"configs\": [1, 2");
+    f.close();
+    view()->set_experiment(two_configurations());
+    QVERIFY(!view()->load(path));
+    QVERIFY(bench_->window().banner()->isVisible());
+    QVERIFY2(bench_->window().banner()->text().contains("bad.json"), qPrintable(bench_->window().banner()->text()));
+    QCOMPARE(view()->experiment().to_json(), two_configurations().to_json());
+  }
+};
+
+QTEST_MAIN(TestExperimentsView)
+#include "test_experiments_view.moc"

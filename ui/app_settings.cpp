@@ -1,0 +1,68 @@
+#include "app_settings.h"
+
+#include <QSettings>
+
+#include <algorithm>
+#include <thread>
+
+namespace llmwb::ui {
+
+EngineConfig AppSettings::engine_config(const QString& model, const QString& tokenizer) const {
+  EngineConfig c;
+  c.model = model.toStdString();
+  c.tokenizer = tokenizer.toStdString();
+  // "Automatic" leaves one core to the GUI thread: with every core in the engine's thread pool,
+  // each millisecond spent painting would hold up a whole parallel step at its barrier.
+  c.threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()) - 1);
+  c.block_size = block_size;
+  c.max_num_seqs = max_num_seqs;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  c.max_model_len = max_model_len;
+  c.kv_memory_bytes = uint64_t(kv_memory_mib) * 1024 * 1024;
+  c.enable_prefix_caching = enable_prefix_caching;
+  return c;
+}
+
+AppSettings AppSettings::load() {
+  QSettings s;
+  AppSettings a;
+  s.beginGroup("engine");
+  a.threads = s.value("threads", a.threads).toInt();
+  a.block_size = s.value("block_size", a.block_size).toInt();
+  a.max_num_seqs = s.value("max_num_seqs", a.max_num_seqs).toInt();
+  a.max_num_batched_tokens = s.value("max_num_batched_tokens", a.max_num_batched_tokens).toInt();
+  a.max_model_len = s.value("max_model_len", a.max_model_len).toInt();
+  a.kv_memory_mib = s.value("kv_memory_mib", a.kv_memory_mib).toInt();
+  a.enable_prefix_caching = s.value("enable_prefix_caching", a.enable_prefix_caching).toBool();
+  s.endGroup();
+  a.step_delay_ms = s.value("view/step_delay_ms", a.step_delay_ms).toInt();
+  a.theme = s.value("view/theme", a.theme).toString();
+  return a;
+}
+
+void AppSettings::save() const {
+  QSettings s;
+  s.beginGroup("engine");
+  s.setValue("threads", threads);
+  s.setValue("block_size", block_size);
+  s.setValue("max_num_seqs", max_num_seqs);
+  s.setValue("max_num_batched_tokens", max_num_batched_tokens);
+  s.setValue("max_model_len", max_model_len);
+  s.setValue("kv_memory_mib", kv_memory_mib);
+  s.setValue("enable_prefix_caching", enable_prefix_caching);
+  s.endGroup();
+  s.setValue("view/step_delay_ms", step_delay_ms);
+  s.setValue("view/theme", theme);
+}
+
+QStringList AppSettings::recent_models() { return QSettings().value("recent_models").toStringList(); }
+
+void AppSettings::add_recent_model(const QString& path) {
+  QStringList list = recent_models();
+  list.removeAll(path);
+  list.prepend(path);
+  while (list.size() > 10) list.removeLast();
+  QSettings().setValue("recent_models", list);
+}
+
+}  // namespace llmwb::ui

@@ -1,0 +1,32 @@
+// app_settings.h — the user's preferences, persisted with QSettings.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include "llmwb/engine_config.h"
+
+namespace llmwb::ui {
+
+struct AppSettings {
+  // Engine configuration applied when a model is opened.
+  int threads = 0;  // 0 = automatic: all cores but one
+  int block_size = 16;
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;
+  int max_model_len = 0;
+  int kv_memory_mib = 0;  // 0 = the engine's default budget
+  bool enable_prefix_caching = true;
+  // Slow motion between engine steps, for watching the KV cache and timeline (0 = off).
+  int step_delay_ms = 0;
+  QString theme = "system";  // "system", "light", "dark"
+
+  EngineConfig engine_config(const QString& model, const QString& tokenizer) const;
+  static AppSettings load();
+  void save() const;
+
+  static QStringList recent_models();
+  static void add_recent_model(const QString& path);
+};
+
+}  // namespace llmwb::ui

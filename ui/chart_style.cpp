@@ -1,0 +1,68 @@
+#include "chart_style.h"
+
+#include <qcustomplot.h>
+
+#include <cmath>
+
+namespace llmwb::ui {
+
+void style_plot(QCustomPlot* plot) {
+  const QPalette pal = plot->palette();
+  const QColor bg = pal.color(QPalette::Base);
+  const QColor fg = pal.color(QPalette::Text);
+  QColor grid = fg;
+  grid.setAlpha(40);
+  plot->setBackground(bg);
+  // Live charts redraw many times a second next to a busy engine: one polyline call per graph,
+  // and no antialiasing for grid lines, axes and items (straight lines gain nothing from it).
+  plot->setPlottingHint(QCP::phFastPolylines, true);
+  plot->setNotAntialiasedElements(QCP::aeGrid | QCP::aeSubGrid | QCP::aeAxes | QCP::aeZeroLine | QCP::aeItems);
+  for (QCPAxisRect* rect : plot->axisRects()) {
+    for (QCPAxis* axis : rect->axes()) {
+      axis->setBasePen(QPen(fg));
+      axis->setTickPen(QPen(fg));
+      axis->setSubTickPen(QPen(fg));
+      axis->setTickLabelColor(fg);
+      axis->setLabelColor(fg);
+      axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+      axis->grid()->setZeroLinePen(QPen(grid));
+    }
+  }
+  if (plot->legend) {
+    plot->legend->setBrush(QBrush(bg));
+    plot->legend->setBorderPen(QPen(grid));
+    plot->legend->setTextColor(fg);
+  }
+}
+
+void put_legend_below(QCustomPlot* plot) {
+  plot->legend->setVisible(true);
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  // A centred row: empty cells either side take the spare width.
+  auto* row = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(plot->plotLayout()->rowCount(), 0, row);
+  row->addElement(0, 0, new QCPLayoutElement(plot));
+  row->addElement(0, 1, plot->legend);
+  row->addElement(0, 2, new QCPLayoutElement(plot));
+  row->setColumnStretchFactors({1.0, 0.001, 1.0});
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot->legend->setBorderPen(Qt::NoPen);
+  plot->legend->setMargins(QMargins(4, 0, 4, 2));
+  plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
+}
+
+QColor series_color(int index) {
+  static const QColor colors[] = {QColor(0, 114, 178), QColor(230, 159, 0), QColor(0, 158, 115),
+                                  QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
+                                  QColor(240, 228, 66)};
+  return colors[index % int(std::size(colors))];
+}
+
+QColor id_color(qint64 id) {
+  // Successive ids get hues 0.618 turns apart, so neighbours never look alike.
+  const double golden = 0.6180339887498949;
+  const double hue = std::fmod(0.12 + double(id) * golden, 1.0);
+  return QColor::fromHsvF(float(hue), 0.55f, 0.85f);
+}
+
+}  // namespace llmwb::ui

@@ -1,0 +1,23 @@
+// chart_style.h — QCustomPlot colours that follow the application palette (light or dark).
+#pragma once
+
+#include <QColor>
+
+class QCustomPlot;
+
+namespace llmwb::ui {
+
+// Background, axes, grid and legend from the widget's palette; call again on palette changes.
+void style_plot(QCustomPlot* plot);
+
+// Moves the legend out of the plot area into a row below it, entries side by side, so that
+// it never hides data.
+void put_legend_below(QCustomPlot* plot);
+
+// Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
+QColor series_color(int index);
+
+// A stable, distinct colour for an id (KV block owners): golden-ratio hue steps.
+QColor id_color(qint64 id);
+
+}  // namespace llmwb::ui

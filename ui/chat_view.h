@@ -1,0 +1,94 @@
+// chat_view.h — multi-turn chat through the model's chat template: a system prompt, streaming
+// replies, stop, regenerate, edit and resend; conversations saved as JSON after every turn,
+// copied or exported as Markdown.
+#pragma once
+
+#include <QWidget>
+
+#include "conversation.h"
+#include "conversation_store.h"
+#include "generation_request.h"
+#include "token_delta.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QTextBrowser;
+
+namespace llmwb::ui {
+
+class SamplingParamsEditor;
+
+class ChatView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ChatView(QWidget* parent = nullptr);
+
+  // Where conversations are kept (tests point it at a scratch folder); reloads the list.
+  void set_store(const ConversationStore& store);
+  const ConversationStore& store() const { return store_; }
+  // The format detected from the model's metadata; "auto" resolves to it.
+  void set_model(bool ready, ChatFormat detected, const QString& model_name);
+
+  const Conversation& conversation() const { return conversation_; }
+  QPlainTextEdit* input() const { return input_; }
+  QLineEdit* system_prompt() const { return system_; }
+  QComboBox* format_box() const { return format_; }
+  SamplingParamsEditor* sampling() const { return sampling_; }
+  QString transcript_text() const;
+  bool is_generating() const { return ticket_ != 0; }
+  ChatFormat effective_format() const;
+  QString last_error() const { return last_error_; }
+
+ public slots:
+  void send();
+  void stop();
+  void regenerate();
+  void edit_last();
+  void new_chat();
+  void open_conversation(const QString& id);
+  void copy_markdown() const;
+  // Throws nothing: an I/O failure is reported through error().
+  bool export_markdown(const QString& path);
+  void on_delta(const llmwb::ui::TokenDelta& delta);
+
+ signals:
+  void generate_requested(const llmwb::ui::GenerationRequest& request);
+  void abort_requested(quint64 ticket);
+  void error(const QString& message);
+  void reply_finished();
+
+ private:
+  void start_reply();
+  void render();
+  void persist();
+  void reload_list();
+  // At start-up the newest saved conversation comes back, as the user left it.
+  void restore_newest();
+  void update_buttons();
+
+  ConversationStore store_;
+  Conversation conversation_;
+  QListWidget* list_;
+  QComboBox* format_;
+  QLineEdit* system_;
+  QTextBrowser* transcript_;
+  QPlainTextEdit* input_;
+  QPushButton* send_;
+  QPushButton* stop_;
+  QPushButton* regenerate_;
+  QPushButton* edit_;
+  SamplingParamsEditor* sampling_;
+  QLabel* status_;
+  ChatFormat detected_ = ChatFormat::Completion;
+  bool ready_ = false;
+  quint64 ticket_ = 0;
+  QString streaming_;  // the reply being generated
+  QString last_error_;
+};
+
+}  // namespace llmwb::ui

@@ -1,0 +1,41 @@
+// frame_pacer.h — keeps a live view's drawing within a share of wall time.
+//
+// Telemetry arrives at screen rate, but on a machine whose cores all run the engine every
+// millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
+// redraws at most every `min_interval_ms`, and stretches the interval so that drawing takes at
+// most `budget` of the time (interval = last draw's cost / budget): a view that takes 3 ms to
+// draw with a 2% budget redraws every 150 ms. Requests in between coalesce into one draw.
+// `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
+// its cost to be measured.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+
+#include <functional>
+
+namespace llmwb::ui {
+
+class FramePacer {
+ public:
+  // The budget is per view: with the 2% default, the one chart on screen and the text views
+  // together stay near the 5% the design allows the GUI.
+  FramePacer(QObject* owner, std::function<void()> draw, double budget = 0.02, int min_interval_ms = 33);
+
+  // Draws now when the budget allows, otherwise once at the earliest allowed time.
+  void request();
+  // Draws now (the view was just shown, or its data were replaced).
+  void draw_now();
+  double last_cost_ms() const { return last_cost_ms_; }
+
+ private:
+  QObject* owner_;
+  std::function<void()> draw_;
+  double budget_;
+  int min_interval_ms_;
+  QElapsedTimer since_draw_;
+  double last_cost_ms_ = 0.0;
+  bool pending_ = false;
+};
+
+}  // namespace llmwb::ui

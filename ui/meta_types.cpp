@@ -1,0 +1,15 @@
+#include "meta_types.h"
+
+namespace llmwb::ui {
+
+void register_meta_types() {
+  qRegisterMetaType<llmwb::EngineConfig>();
+  qRegisterMetaType<llmwb::ModelInfo>();
+  qRegisterMetaType<GenerationRequest>();
+  qRegisterMetaType<TokenDelta>();
+  qRegisterMetaType<TelemetryFrame>();
+  qRegisterMetaType<Experiment>();
+  qRegisterMetaType<ExperimentResult>();
+}
+
+}  // namespace llmwb::ui

@@ -1,0 +1,88 @@
+#include "settings_dialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace llmwb::ui {
+
+SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
+    : QDialog(parent),
+      base_(s),
+      threads_(new QSpinBox(this)),
+      block_size_(new QSpinBox(this)),
+      max_num_seqs_(new QSpinBox(this)),
+      max_batched_(new QSpinBox(this)),
+      max_model_len_(new QSpinBox(this)),
+      kv_memory_(new QSpinBox(this)),
+      prefix_cache_(new QCheckBox(tr("reuse KV blocks of shared prompt prefixes"), this)),
+      step_delay_(new QSpinBox(this)),
+      theme_(new QComboBox(this)) {
+  setWindowTitle(tr("Settings"));
+  threads_->setRange(0, 1024);
+  threads_->setSpecialValueText(tr("automatic (all cores but one)"));
+  threads_->setValue(s.threads);
+  block_size_->setRange(1, 1024);
+  block_size_->setValue(s.block_size);
+  max_num_seqs_->setRange(1, 4096);
+  max_num_seqs_->setValue(s.max_num_seqs);
+  max_batched_->setRange(1, 1 << 20);
+  max_batched_->setValue(s.max_num_batched_tokens);
+  max_model_len_->setRange(0, 1 << 22);
+  max_model_len_->setSpecialValueText(tr("the model's own"));
+  max_model_len_->setValue(s.max_model_len);
+  kv_memory_->setRange(0, 1 << 20);
+  kv_memory_->setSuffix(" MiB");
+  kv_memory_->setSpecialValueText(tr("automatic"));
+  kv_memory_->setValue(s.kv_memory_mib);
+  prefix_cache_->setChecked(s.enable_prefix_caching);
+  step_delay_->setRange(0, 2000);
+  step_delay_->setSuffix(" ms");
+  step_delay_->setSpecialValueText(tr("off"));
+  step_delay_->setValue(s.step_delay_ms);
+  theme_->addItem(tr("Follow the system"), "system");
+  theme_->addItem(tr("Light"), "light");
+  theme_->addItem(tr("Dark"), "dark");
+  theme_->setCurrentIndex(std::max(0, theme_->findData(s.theme)));
+
+  auto* engine = new QGroupBox(tr("Engine (applied when a model is opened)"), this);
+  auto* ef = new QFormLayout(engine);
+  ef->addRow(tr("CPU threads"), threads_);
+  ef->addRow(tr("KV block size (tokens)"), block_size_);
+  ef->addRow(tr("Max sequences per step"), max_num_seqs_);
+  ef->addRow(tr("Max tokens per step"), max_batched_);
+  ef->addRow(tr("Context length"), max_model_len_);
+  ef->addRow(tr("KV cache memory"), kv_memory_);
+  ef->addRow(tr("Prefix cache"), prefix_cache_);
+  auto* view = new QGroupBox(tr("View"), this);
+  auto* vf = new QFormLayout(view);
+  vf->addRow(tr("Slow motion per step"), step_delay_);
+  vf->addRow(tr("Theme"), theme_);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(engine);
+  layout->addWidget(view);
+  layout->addWidget(buttons);
+}
+
+AppSettings SettingsDialog::settings() const {
+  AppSettings s = base_;
+  s.threads = threads_->value();
+  s.block_size = block_size_->value();
+  s.max_num_seqs = max_num_seqs_->value();
+  s.max_num_batched_tokens = max_batched_->value();
+  s.max_model_len = max_model_len_->value();
+  s.kv_memory_mib = kv_memory_->value();
+  s.enable_prefix_caching = prefix_cache_->isChecked();
+  s.step_delay_ms = step_delay_->value();
+  s.theme = theme_->currentData().toString();
+  return s;
+}
+
+}  // namespace llmwb::ui

@@ -1,0 +1,34 @@
+// settings_dialog.h — engine configuration, slow motion and theme.
+#pragma once
+
+#include <QDialog>
+
+#include "app_settings.h"
+
+class QCheckBox;
+class QComboBox;
+class QSpinBox;
+
+namespace llmwb::ui {
+
+class SettingsDialog : public QDialog {
+  Q_OBJECT
+
+ public:
+  explicit SettingsDialog(const AppSettings& settings, QWidget* parent = nullptr);
+  AppSettings settings() const;
+
+ private:
+  AppSettings base_;
+  QSpinBox* threads_;
+  QSpinBox* block_size_;
+  QSpinBox* max_num_seqs_;
+  QSpinBox* max_batched_;
+  QSpinBox* max_model_len_;
+  QSpinBox* kv_memory_;
+  QCheckBox* prefix_cache_;
+  QSpinBox* step_delay_;
+  QComboBox* theme_;
+};
+
+}  // namespace llmwb::ui

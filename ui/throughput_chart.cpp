@@ -1,0 +1,139 @@
+#include "throughput_chart.h"
+
+#include <qcustomplot.h>
+
+#include <QTimer>
+
+#include <QVBoxLayout>
+
+#include "chart_style.h"
+
+namespace llmwb::ui {
+
+ThroughputChart::ThroughputChart(QWidget* parent)
+    : QWidget(parent), plot_(new QCustomPlot(this)), pacer_(this, [this] { plot_->replot(QCustomPlot::rpImmediateRefresh); }) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  plot_->setMinimumHeight(160);
+  plot_->plotLayout()->insertRow(0);
+  title_ = new QCPTextElement(plot_, "", QFont(font().family(), font().pointSize(), QFont::Bold));
+  plot_->plotLayout()->addElement(0, 0, title_);
+
+  QCPGraph* decode = plot_->addGraph(plot_->xAxis, plot_->yAxis);
+  decode->setName("decode tok/s");
+  decode->setPen(QPen(series_color(0), 2));
+  QCPGraph* prefill = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
+  prefill->setName("prefill tok/s (right axis)");
+  prefill->setPen(QPen(series_color(1), 2));
+  prefill->setLineStyle(QCPGraph::lsNone);
+  prefill->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, series_color(1), 7));
+  plot_->xAxis->setLabel("engine time (s)");
+  plot_->yAxis->setLabel("decode tokens/s");
+  plot_->yAxis2->setLabel("prefill tokens/s");
+  plot_->yAxis2->setVisible(true);
+  put_legend_below(plot_);
+  plot_->setNoAntialiasingOnDrag(true);
+  style_plot(plot_);
+  clear();
+}
+
+void ThroughputChart::clear() {
+  plot_->graph(0)->data()->clear();
+  plot_->graph(1)->data()->clear();
+  last_time_ = 0.0;
+  first_time_ = -1.0;
+  recent_.clear();
+  last_decode_rate_ = last_prefill_rate_ = 0.0;
+  ttft_ = tpot_ = -1.0;
+  plot_->xAxis->setRange(0, window_seconds_);
+  plot_->yAxis->setRange(0, 10);
+  plot_->yAxis2->setRange(0, 10);
+  update_title();
+  plot_->replot();
+}
+
+int ThroughputChart::decode_points() const { return plot_->graph(0)->dataCount(); }
+
+void ThroughputChart::add_frame(const TelemetryFrame& frame) {
+  if (frame.steps.empty()) return;
+  double prefill_s = 0;
+  long prefill_tokens = 0;
+  for (const StepRecord& s : frame.steps) {
+    const int tokens = s.num_prefill_tokens + s.num_decode_tokens;
+    if (tokens == 0) continue;
+    prefill_s += s.step_seconds * s.num_prefill_tokens / tokens;
+    prefill_tokens += s.num_prefill_tokens;
+    recent_.push_back(s);
+  }
+  const double t = frame.steps.back().time;
+  while (!recent_.empty() && recent_.front().time < t - kSmoothingSeconds) recent_.pop_front();
+  double decode_s = 0;
+  long decode_tokens = 0;
+  for (const StepRecord& s : recent_) {
+    const int tokens = s.num_prefill_tokens + s.num_decode_tokens;
+    decode_s += s.step_seconds * s.num_decode_tokens / tokens;
+    decode_tokens += s.num_decode_tokens;
+  }
+  if (first_time_ < 0) first_time_ = frame.steps.front().time;
+  if (decode_tokens > 0 && decode_s > 0) {
+    last_decode_rate_ = double(decode_tokens) / decode_s;
+    plot_->graph(0)->addData(t, last_decode_rate_);
+  }
+  if (prefill_tokens > 0 && prefill_s > 0) {
+    last_prefill_rate_ = double(prefill_tokens) / prefill_s;
+    plot_->graph(1)->addData(t, last_prefill_rate_);
+  }
+  last_time_ = t;
+  // A sliding window of the last 30 s; before that the data fill the width.
+  const double from = std::max(first_time_, t - window_seconds_);
+  plot_->graph(0)->data()->removeBefore(from - 1.0);
+  plot_->graph(1)->data()->removeBefore(from - 1.0);
+  const double span = std::max(1.0, t - from);
+  plot_->xAxis->setRange(from - 0.02 * span, t + 0.02 * span);
+  bool found = false;
+  QCPRange r = plot_->graph(0)->getValueRange(found);
+  if (found) plot_->yAxis->setRange(0, std::max(1.0, r.upper * 1.15));
+  r = plot_->graph(1)->getValueRange(found);
+  if (found) plot_->yAxis2->setRange(0, std::max(1.0, r.upper * 1.15));
+  update_title();
+  if (isVisible()) pacer_.request();
+}
+
+void ThroughputChart::set_request_latency(double ttft, double tpot) {
+  if (ttft >= 0) ttft_ = ttft;
+  if (tpot >= 0) tpot_ = tpot;
+  update_title();
+  if (isVisible()) pacer_.request();
+}
+
+void ThroughputChart::update_title() {
+  QStringList parts;
+  parts << QString("decode %1 tok/s").arg(last_decode_rate_, 0, 'f', 0);
+  parts << QString("prefill %1 tok/s").arg(last_prefill_rate_, 0, 'f', 0);
+  parts << (ttft_ >= 0 ? QString("TTFT %1 ms").arg(ttft_ * 1000, 0, 'f', 1) : QString("TTFT –"));
+  parts << (tpot_ >= 0 ? QString("TPOT %1 ms").arg(tpot_ * 1000, 0, 'f', 2) : QString("TPOT –"));
+  title_->setText(parts.join("   ·   "));
+  title_->setTextColor(palette().color(QPalette::Text));
+}
+
+void ThroughputChart::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  pacer_.draw_now();
+}
+
+void ThroughputChart::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    // The plots' own palettes follow after this event: restyle once they have.
+    QTimer::singleShot(0, this, [this] { restyle(); });
+  }
+}
+
+void ThroughputChart::restyle() {
+  style_plot(plot_);
+  update_title();
+  plot_->replot();
+}
+
+}  // namespace llmwb::ui
