@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Result {
   int concurrency = 0, requests = 0;
+  double decode_tps = 0;         // tokens / second over pure-decode steps (no prefill in the batch)
   double seconds = 0, output_tps = 0, mean_ttft = 0, mean_tpot = 0, p50_tpot = 0;
   uint64_t output_tokens = 0, preemptions = 0;
   int peak_blocks = 0, block_size = 0;
@@ -62,6 +63,8 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   std::vector<double> tpots, ttfts;
   size_t next = 0, done = 0;
   uint64_t sum_alloc = 0, sum_filled = 0;   // over steps: time-averaged fragmentation
+  uint64_t decode_tokens = 0;
+  double decode_seconds = 0;
   const auto t0 = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   while (done < prompts.size()) {
@@ -81,6 +84,10 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
     }
     const StepTelemetry& t = e.telemetry();
     sum_alloc += t.slots_allocated;
+    if (t.num_prefill_tokens == 0 && t.num_decode_tokens > 0) {
+      decode_tokens += static_cast<uint64_t>(t.num_decode_tokens);
+      decode_seconds += t.step_seconds;
+    }
     sum_filled += t.slots_filled;
     if (t.slots_allocated > r.peak_slots_allocated) {
       r.peak_slots_allocated = t.slots_allocated;
@@ -94,6 +101,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   r.block_size = e.telemetry().block_size;
   r.preemptions = e.telemetry().preemptions_total;
   r.output_tps = double(r.output_tokens) / r.seconds;
+  r.decode_tps = decode_seconds > 0 ? double(decode_tokens) / decode_seconds : 0;
   auto mean = [](const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x;
@@ -129,13 +137,16 @@ int run_serve_bench(const std::vector<std::string>& argv) {
     results.push_back(run_one(cfg, static_cast<int>(c), n, in_len, out_len, rate, seed));
   }
   const double base_tps = results.empty() ? 0 : results.front().output_tps;
+  const double base_decode = results.empty() ? 0 : results.front().decode_tps;
   if (a.flag("json")) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : results)
       arr.push_back({{"model", cfg.model}, {"threads", cfg.threads}, {"concurrency", r.concurrency},
                      {"requests", r.requests}, {"input_len", in_len}, {"output_len", out_len}, {"rate", rate},
                      {"seconds", r.seconds}, {"output_tokens", r.output_tokens}, {"output_tokens_per_s", r.output_tps},
-                     {"speedup_vs_first", base_tps > 0 ? r.output_tps / base_tps : 0}, {"mean_ttft_s", r.mean_ttft},
+                     {"speedup_vs_first", base_tps > 0 ? r.output_tps / base_tps : 0},
+                     {"decode_tokens_per_s", r.decode_tps},
+                     {"decode_speedup_vs_first", base_decode > 0 ? r.decode_tps / base_decode : 0}, {"mean_ttft_s", r.mean_ttft},
                      {"mean_tpot_s", r.mean_tpot}, {"p50_tpot_s", r.p50_tpot}, {"preemptions", r.preemptions},
                      {"block_size", r.block_size}, {"peak_blocks", r.peak_blocks},
                      {"peak_slots_allocated", r.peak_slots_allocated}, {"peak_slots_filled", r.peak_slots_filled},
@@ -144,11 +155,12 @@ int run_serve_bench(const std::vector<std::string>& argv) {
     std::cout << arr.dump(2) << "\n";
     return 0;
   }
-  std::printf("| conc | reqs | out tok/s | x first | TTFT ms | TPOT ms | preempt | peak KV slots filled / paged / contiguous | waste paged (avg) | waste contiguous (peak) |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| conc | reqs | out tok/s | x first | decode tok/s | x first | TTFT ms | TPOT ms | preempt | peak KV slots filled / paged / contiguous | waste paged (avg) | waste contiguous (peak) |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const auto& r : results)
-    std::printf("| %d | %d | %.2f | %.2f | %.1f | %.1f | %llu | %llu / %llu / %llu | %.1f%% | %.1f%% |\n", r.concurrency,
-                r.requests, r.output_tps, base_tps > 0 ? r.output_tps / base_tps : 0, r.mean_ttft * 1e3,
+    std::printf("| %d | %d | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %llu | %llu / %llu / %llu | %.1f%% | %.1f%% |\n",
+                r.concurrency, r.requests, r.output_tps, base_tps > 0 ? r.output_tps / base_tps : 0, r.decode_tps,
+                base_decode > 0 ? r.decode_tps / base_decode : 0, r.mean_ttft * 1e3,
                 r.mean_tpot * 1e3, (unsigned long long)r.preemptions, (unsigned long long)r.peak_slots_filled,
                 (unsigned long long)r.peak_slots_allocated, (unsigned long long)r.contiguous_slots,
                 100 * r.waste_paged, 100 * r.waste_contiguous);
