@@ -9,6 +9,7 @@ PKGS=(
   libqcustomplot-dev
   libsentencepiece-dev
   nlohmann-json3-dev
+  libgtest-dev
   clang libclang-rt-14-dev
   xvfb xauth
   fonts-dejavu-core
