@@ -45,7 +45,15 @@ std::unique_ptr<ModelFile> load_model_file(const std::string& path, const Progre
     if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
       model = load_gguf(path);
     } else {
-      model = load_llama2c(path);
+      // No magic to go by: say what was tried, so a wrong file is not blamed on llama2.c alone.
+      try {
+        model = load_llama2c(path);
+      } catch (const Error& e) {
+        std::string why = e.what();
+        if (why.rfind(path + ": ", 0) == 0) why = why.substr(path.size() + 2);
+        throw Error(path, "not a GGUF file (no 'GGUF' magic), a Hugging Face folder, or a llama2.c checkpoint (" +
+                              why + ")");
+      }
     }
   }
   report(1.0, "loaded " + path);
