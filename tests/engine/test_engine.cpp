@@ -25,25 +25,28 @@ EngineConfig stories(int threads = 2) {
   return c;
 }
 
+// Writes a random-weight GGUF model of the given shape into a scratch folder; returns its path.
+std::string make_test_model(const std::string& name, int dim, int hidden, int heads, int kv_heads, int vocab,
+                            DType dtype, uint64_t seed) {
+  ModelMakerOptions o;
+  o.config.name = name;
+  o.config.dim = dim;
+  o.config.hidden_dim = hidden;
+  o.config.n_layers = 2;
+  o.config.n_heads = heads;
+  o.config.n_kv_heads = kv_heads;
+  o.config.head_dim = dim / heads;
+  o.config.vocab_size = vocab;
+  o.config.max_seq_len = 256;
+  o.dtype = dtype;
+  o.seed = seed;
+  o.out = test::scratch_dir("engine_" + name + "_" + dtype_name(dtype)) + "/m.gguf";
+  make_model(o);
+  return o.out;
+}
+
 const std::string& random_model_path() {
-  static const std::string path = [] {
-    ModelMakerOptions o;
-    o.config.name = "engine-test";
-    o.config.dim = 128;
-    o.config.hidden_dim = 200;
-    o.config.n_layers = 2;
-    o.config.n_heads = 8;
-    o.config.n_kv_heads = 2;
-    o.config.head_dim = 16;
-    o.config.vocab_size = 700;
-    o.config.max_seq_len = 256;
-    o.format = "gguf";
-    o.dtype = DType::F16;
-    o.seed = 99;
-    o.out = test::scratch_dir("engine_random_model") + "/m.gguf";
-    make_model(o);
-    return o.out;
-  }();
+  static const std::string path = make_test_model("random", 128, 200, 8, 2, 700, DType::F16, 99);
   return path;
 }
 
@@ -138,22 +141,9 @@ TEST(Engine, GreedyBatchedWithStaggeredArrivalsEqualsSequential_RandomModel) {
 TEST(Engine, GreedyBatchedEqualsSequentialOnWideQuantizedAndFloatModels) {
   for (DType dt : {DType::Q8_0, DType::F32}) {
     SCOPED_TRACE(dtype_name(dt));
-    ModelMakerOptions o;
-    o.config.name = "wide";
-    o.config.dim = 256;
-    o.config.hidden_dim = 512;
-    o.config.n_layers = 2;
-    o.config.n_heads = 8;
-    o.config.n_kv_heads = 4;
-    o.config.head_dim = 32;
-    o.config.vocab_size = 600;
-    o.config.max_seq_len = 256;
-    o.dtype = dt;
-    o.seed = 5;
-    o.out = test::scratch_dir(std::string("engine_wide_") + dtype_name(dt)) + "/m.gguf";
-    make_model(o);
+    const std::string path = make_test_model("wide", 256, 512, 8, 4, 600, dt, 5);
     EngineConfig c;
-    c.model = o.out;
+    c.model = path;
     c.threads = 2;
     c.max_num_batched_tokens = 64;
     auto jobs = make_jobs(16, 600, 24, 0.f, 21);
