@@ -60,8 +60,9 @@ std::vector<int> random_prompt(int n, int vocab, std::mt19937_64& rng) {
   return ids;
 }
 
-SamplingParams bench_params(int max_tokens) {
+SamplingParams bench_params(int max_tokens, int samples = 1) {
   SamplingParams p;
+  p.n = samples;   // parallel samples share the prompt's KV blocks (generate's --n)
   p.temperature = 0.0f;   // greedy: no sampler cost worth measuring, same work every run
   p.max_tokens = max_tokens;
   p.ignore_eos = true;
@@ -79,8 +80,8 @@ double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng) {
 
 // Tokens/s of one generation run: only steps that computed decode tokens and no prompt
 // tokens are counted, so the prefill of the 1-token prompt is excluded.
-double run_tg(Engine& engine, int n_gen, std::mt19937_64& rng) {
-  engine.add_request_tokens(random_prompt(1, engine.model_info().vocab_size, rng), bench_params(n_gen));
+double run_tg(Engine& engine, int n_gen, int samples, std::mt19937_64& rng) {
+  engine.add_request_tokens(random_prompt(1, engine.model_info().vocab_size, rng), bench_params(n_gen, samples));
   double seconds = 0;
   int64_t tokens = 0;
   while (engine.has_unfinished()) {
@@ -122,7 +123,11 @@ std::string base_name(const std::string& path) {
 }
 
 int run_bench(const std::vector<std::string>& argv) {
-  Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed"}}), join({engine_bool_flags(), {"json"}}));
+  // -n is llama-bench's generation length here; parallel samples per request (generate's --n)
+  // are --samples.
+  Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples"}}),
+         join({engine_bool_flags(), {"json"}}));
+  const int samples = static_cast<int>(a.integer("samples", 1, 1, 64));
   EngineConfig cfg = engine_config_from(a);
   cfg.enable_prefix_caching = false;
   const std::vector<int64_t> pp = a.int_list("p", {128, 512}, 0);
@@ -142,13 +147,15 @@ int run_bench(const std::vector<std::string>& argv) {
     if (p > 0) results.push_back({"pp" + std::to_string(p), static_cast<int>(p), 0, {}, 0, 0, {}});
   }
   for (int64_t n : tg) {
-    if (n > 0) results.push_back({"tg" + std::to_string(n), 0, static_cast<int>(n), {}, 0, 0, {}});
+    if (n > 0)
+      results.push_back({"tg" + std::to_string(n) + (samples > 1 ? " x" + std::to_string(samples) : ""), 0,
+                         static_cast<int>(n), {}, 0, 0, {}});
   }
   std::mt19937_64 rng(seed);
   for (TestResult& r : results) {
     try {
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
-        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, rng);
+        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, samples, rng);
         if (i > 0) r.samples_ts.push_back(ts);
       }
       r.median = median_of(r.samples_ts);
@@ -211,6 +218,7 @@ const std::string kUsage =
                 "  -n LIST                 generation lengths to time (tgN), after a 1-token prompt (default 128)\n"
                 "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
                 "  --seed S                seed of the random prompts (default 1234)\n"
+                "  --samples N             tg: N parallel samples per request, sharing the prompt's KV blocks\n"
                 "  --json                  print a JSON array, one object per test\n") +
     engine_flags_usage();
 
