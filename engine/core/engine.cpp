@@ -118,6 +118,7 @@ struct Engine::Impl {
   void on_token(Request& r, SeqState& s, int token, float prob);
   RequestOutput make_output(Request& r);
   void fill_telemetry(const SchedulerOutput& so, double t_sched, double t_fwd, double t_sample, double t_step);
+  int so_prefill_seqs = 0, so_decode_seqs = 0;   // of the step being run
   void record_attention(const AttentionRecord& rec);
 };
 
@@ -333,11 +334,10 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, double t_sched, dou
   t.sample_seconds = t_sample;
   t.num_prefill_tokens = so.num_prefill_tokens;
   t.num_decode_tokens = so.num_decode_tokens;
-  t.num_prefill_seqs = t.num_decode_seqs = 0;
-  for (const auto& s : so.scheduled) {
-    const bool decode = s.num_new_tokens == 1 && s.seq->num_tokens() > s.seq->num_prompt_tokens;
-    (decode ? t.num_decode_seqs : t.num_prefill_seqs)++;
-  }
+  // so.scheduled's sequences may be gone by now (finished requests are erased): use the counts
+  // taken when the step was scheduled.
+  t.num_prefill_seqs = so_prefill_seqs;
+  t.num_decode_seqs = so_decode_seqs;
   t.num_running = sched->num_running();
   t.num_waiting = sched->num_waiting();
   t.num_preempted = 0;
@@ -430,6 +430,11 @@ std::vector<RequestOutput> Engine::step() {
   const std::vector<Sequence*> was_waiting(m.sched->waiting().begin(), m.sched->waiting().end());
   SchedulerOutput so = m.sched->schedule();
   const double t_sched = seconds_since(t0);
+  m.so_prefill_seqs = m.so_decode_seqs = 0;
+  for (const ScheduledSeq& ss : so.scheduled) {
+    const bool decode = ss.num_new_tokens == 1 && ss.seq->num_tokens() > ss.seq->num_prompt_tokens;
+    (decode ? m.so_decode_seqs : m.so_prefill_seqs)++;
+  }
   // Prefix-cache statistics: prompt tokens of newly admitted sequences, and how many of them
   // the cache supplied.
   for (const ScheduledSeq& ss : so.scheduled)
