@@ -11,6 +11,8 @@
 // and the F32 kernels run on it, which is batch-invariant in the same way.
 #include "backend/cpu/matmul.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -29,8 +31,10 @@ namespace {
 SimdLevel detect_best_level() {
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XCR0).
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  // F16C through cpuid: clang 14's __builtin_cpu_supports does not know "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   return avx512 ? SimdLevel::Avx512 : avx2 ? SimdLevel::Avx2 : SimdLevel::Scalar;

@@ -3,8 +3,10 @@
 // GEMV tile.
 // GCC 12 reports its own _mm512_undefined_* placeholders in the AVX-512 intrinsics headers as
 // "(maybe) used uninitialized" once they are inlined (GCC bug 105593); the warning is spurious.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
