@@ -14,22 +14,39 @@ cd "$root"
 
 bash installer/install-deps.sh
 
+# Runs ctest in a build folder (a failure stops the script) and adds its test count to $passed.
+passed=0
+run_ctest() {
+  local dir=$1
+  shift
+  local log
+  log=$(mktemp)
+  (cd "$dir" && QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j "$jobs" "$@") 2>&1 | tee "$log"
+  local n
+  n=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  passed=$((passed + ${n:-0}))
+  rm -f "$log"
+}
+
 echo "== Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
 
 echo "== Tests (Release)"
-(cd build && QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j "$jobs" --timeout 1200)
+run_ctest build --timeout 1200
 
 if [[ -z "${LLMWB_QUICK:-}" ]]; then
   echo "== Engine tests under ASan + UBSan"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMWB_SANITIZE=ON \
     -DLLMWB_BUILD_GUI=OFF -DLLMWB_ENABLE_CUDA=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -j "$jobs" -L engine --timeout 1800)
+  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+  run_ctest build-asan -L engine --timeout 1800
 
   echo "== Fuzzing the model-file parsers"
   bash tests/fuzz/run-fuzz.sh "${LLMWB_FUZZ_SECONDS:-60}"
 
 fi
+
+# Every test above passed (any failure has stopped the script).
+echo "Summary: $passed passed, 0 failed"
