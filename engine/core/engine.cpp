@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_model.h"
 #include "kv/block_manager.h"
 #include "kv/kv_cache.h"
 #include "llmwb/errors.h"
@@ -95,7 +96,9 @@ struct Engine::Impl {
   ModelInfo info;
   std::unique_ptr<CpuBackend> backend;
   std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<KVCache> kv;
+  std::unique_ptr<KVCache> kv;              // CPU backend's KV pool
+  std::unique_ptr<DeviceModel> device;      // --backend cuda: runs the forward pass and owns its KV pool
+  uint64_t kv_bytes = 0;
   std::unique_ptr<BlockManager> blocks;
   std::unique_ptr<Scheduler> sched;
   Sampler sampler;
@@ -126,10 +129,12 @@ void Engine::Impl::load(const LoadProgress& progress) {
   auto report = [&](double f, const std::string& what) {
     if (progress && !progress(f, what)) throw Error(cfg.model, "loading cancelled");
   };
-  if (cfg.backend != "cpu")
-    throw Error("backend", "'" + cfg.backend + "' is not available in this build (only 'cpu')");
+  if (cfg.backend != "cpu" && cfg.backend != "cuda")
+    throw Error("backend", "'" + cfg.backend + "' is not a backend (cpu or cuda)");
+  if (cfg.backend == "cuda" && !cuda_unavailable_reason().empty())
+    throw Error("backend", "'cuda' is not available: " + cuda_unavailable_reason());
   if (cfg.tensor_parallel_size != 1 || cfg.pipeline_parallel_size != 1)
-    throw Error("tensor_parallel_size", "parallelism across devices needs the CUDA backend; the CPU backend runs 1 x 1");
+    throw Error("tensor_parallel_size", "parallelism across devices is not implemented; both backends run 1 x 1");
   if (cfg.block_size < 1 || cfg.block_size > 1024) throw Error("block_size", "must be in [1, 1024], got " + std::to_string(cfg.block_size));
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
@@ -159,6 +164,10 @@ void Engine::Impl::load(const LoadProgress& progress) {
   }
   (void)sink;
 
+  if (cfg.backend == "cuda") {
+    report(0.9, "uploading weights to the GPU");
+    device = make_cuda_model(file->config, weights);
+  }
   backend = std::make_unique<CpuBackend>(cfg.threads);
   model = std::make_unique<LlamaModel>(file->config, std::move(weights), *backend);
   const ModelConfig& c = file->config;
@@ -173,14 +182,19 @@ void Engine::Impl::load(const LoadProgress& progress) {
   uint64_t budget = cfg.kv_memory_bytes;
   if (budget == 0) {
     const uint64_t want = per_block * uint64_t(cfg.max_num_seqs) * ((max_model_len + cfg.block_size - 1) / cfg.block_size);
-    const uint64_t cap = static_cast<uint64_t>(cfg.kv_memory_fraction * double(available_memory_bytes()));
+    const uint64_t avail = device ? device->free_memory_bytes() : available_memory_bytes();
+    const uint64_t cap = static_cast<uint64_t>(cfg.kv_memory_fraction * double(avail));
     budget = std::min(want, std::max<uint64_t>(cap, per_block));
   }
   const int num_blocks = static_cast<int>(std::min<uint64_t>(budget / per_block, 1u << 30));
   if (num_blocks < 1)
     throw Error("kv_memory", "budget of " + std::to_string(budget) + " bytes holds no KV block (one block needs " +
                                  std::to_string(per_block) + " bytes)");
-  kv = std::make_unique<KVCache>(c.n_layers, num_blocks, cfg.block_size, c.n_kv_heads, c.head_dim);
+  if (device)
+    device->allocate_kv(num_blocks, cfg.block_size);
+  else
+    kv = std::make_unique<KVCache>(c.n_layers, num_blocks, cfg.block_size, c.n_kv_heads, c.head_dim);
+  kv_bytes = per_block * uint64_t(num_blocks);
   blocks = std::make_unique<BlockManager>(num_blocks, cfg.block_size, cfg.enable_prefix_caching);
   SchedulerConfig sc;
   sc.max_num_seqs = cfg.max_num_seqs;
@@ -192,7 +206,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   telemetry.block_size = cfg.block_size;
   telemetry.blocks_total = num_blocks;
   telemetry.blocks_free = num_blocks;
-  telemetry.kv_bytes_total = kv->total_bytes();
+  telemetry.kv_bytes_total = kv_bytes;
   report(1.0, "ready");
 }
 
@@ -363,7 +377,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, double t_sched, dou
       t.sequences.push_back(std::move(st));
     }
   blocks->fill_telemetry(live, t);
-  t.kv_bytes_total = kv->total_bytes();
+  t.kv_bytes_total = kv_bytes;
   if (capture && !capture_rows.empty()) {
     auto snap = std::make_shared<AttentionSnapshot>();
     snap->request_id = capture_request;
@@ -444,7 +458,13 @@ std::vector<RequestOutput> Engine::step() {
     }
   double t_fwd = 0, t_sample = 0;
   if (!so.empty()) {
-    for (const BlockCopy& c : so.copies) m.kv->copy_block(c.src, c.dst);
+    if (m.device) {
+      std::vector<std::pair<int, int>> pairs;
+      for (const BlockCopy& c : so.copies) pairs.emplace_back(c.src, c.dst);
+      m.device->copy_blocks(pairs);
+    } else {
+      for (const BlockCopy& c : so.copies) m.kv->copy_block(c.src, c.dst);
+    }
     ForwardBatch batch;
     for (const ScheduledSeq& ss : so.scheduled) {
       Sequence& q = *ss.seq;
@@ -463,7 +483,10 @@ std::vector<RequestOutput> Engine::step() {
     m.logits.resize(static_cast<size_t>(batch.num_logit_rows) * vocab);
     AttentionRecord rec;
     const auto t1 = Clock::now();
-    m.model->forward(batch, *m.kv, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
+    if (m.device)
+      m.device->forward(batch, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
+    else
+      m.model->forward(batch, *m.kv, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
     t_fwd = seconds_since(t1);
     if (m.capture && !rec.rows.empty()) m.record_attention(rec);
 

@@ -1,0 +1,417 @@
+#include "backend/cuda/cuda_model.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "backend/backend.h"
+#include "llmwb/errors.h"
+
+namespace llmwb::cuda {
+
+NvtxRange::NvtxRange(const char* name) { nvtxRangePushA(name); }
+NvtxRange::~NvtxRange() { nvtxRangePop(); }
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::string unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") + cudaGetErrorName(e) + ")";
+  }
+  if (n == 0) return "no CUDA device is present";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "cudaGetDeviceProperties failed for device 0";
+  }
+  // The kernels are built as sm_90 code plus compute_90 PTX, which older GPUs cannot run.
+  if (p.major < 9)
+    return std::string(p.name) + " has compute capability " + std::to_string(p.major) + "." +
+           std::to_string(p.minor) + "; this build's kernels need 9.0 (Hopper) or newer";
+  return {};
+}
+
+namespace {
+
+bool native_type(DType t, WType* out) {
+  switch (t) {
+    case DType::F32: *out = WType::F32; return true;
+    case DType::F16: *out = WType::F16; return true;
+    case DType::BF16: *out = WType::BF16; return true;
+    case DType::Q8_0: *out = WType::Q8_0; return true;
+    case DType::Q4_0: *out = WType::Q4_0; return true;
+    case DType::Q4_1: *out = WType::Q4_1; return true;
+    case DType::INT8_ROW: *out = WType::INT8_ROW; return true;
+    case DType::INT4_G32: *out = WType::INT4_G32; return true;
+    case DType::INT4_G128: *out = WType::INT4_G128; return true;
+    default: return false;
+  }
+}
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w) : c_(config) {
+  LLMWB_CUDA(cudaSetDevice(device_));
+  LLMWB_CUDA(cudaGetDeviceProperties(&prop_, device_));
+  LLMWB_CUDA(cublasSetStream(cublas_.get(), stream_.get()));
+  NvtxRange range("upload weights");
+  tok_embeddings_ = upload(w.tok_embeddings);
+  output_ = w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype
+                ? tok_embeddings_
+                : upload(w.output);
+  for (const LlamaLayerWeights& L : w.layers) {
+    Layer d;
+    d.attn_norm = upload_floats(L.attn_norm);
+    d.ffn_norm = upload_floats(L.ffn_norm);
+    d.wq = upload(L.wq), d.wk = upload(L.wk), d.wv = upload(L.wv), d.wo = upload(L.wo);
+    d.w1 = upload(L.w1), d.w2 = upload(L.w2), d.w3 = upload(L.w3);
+    layers_.push_back(d);
+  }
+  final_norm_ = upload_floats(w.final_norm);
+  const RopeParams rp = RopeParams::from(config);
+  DeviceBuffer& f = weights_.emplace_back(sizeof(double) * std::max<size_t>(1, rp.inv_freq.size()));
+  LLMWB_CUDA(cudaMemcpy(f.as(), rp.inv_freq.data(), sizeof(double) * rp.inv_freq.size(), cudaMemcpyHostToDevice));
+  inv_freq_ = f.as<double>();
+}
+
+CudaModel::~CudaModel() = default;
+
+DeviceMatrix CudaModel::upload(const TensorView& t) {
+  DeviceMatrix m;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  if (native_type(t.dtype, &m.type)) {
+    m.row_bytes = static_cast<int64_t>(t.row_bytes());
+    const uint64_t bytes = uint64_t(m.rows) * uint64_t(m.row_bytes);
+    DeviceBuffer& b = weights_.emplace_back(bytes);
+    LLMWB_CUDA(cudaMemcpy(b.as(), t.data, bytes, cudaMemcpyHostToDevice));
+    weight_bytes_ += bytes;
+    m.data = b.as();
+    return m;
+  }
+  // k-quants and INT8_ASYM_ROW have no GPU kernel: F16 on the device (rows converted one by one).
+  m.type = WType::F16;
+  m.row_bytes = m.cols * 2;
+  const uint64_t bytes = uint64_t(m.rows) * uint64_t(m.row_bytes);
+  DeviceBuffer& b = weights_.emplace_back(bytes);
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  std::vector<uint16_t> half(static_cast<size_t>(m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dequantize_row(t.dtype, t.row(r), row.data(), m.cols);
+    for (size_t i = 0; i < row.size(); ++i) half[i] = fp32_to_fp16(row[i]);
+    LLMWB_CUDA(cudaMemcpy(b.as<uint8_t>() + r * m.row_bytes, half.data(), static_cast<size_t>(m.row_bytes),
+                          cudaMemcpyHostToDevice));
+  }
+  weight_bytes_ += bytes;
+  m.data = b.as();
+  return m;
+}
+
+const float* CudaModel::upload_floats(const std::vector<float>& v) {
+  DeviceBuffer& b = weights_.emplace_back(sizeof(float) * std::max<size_t>(1, v.size()));
+  LLMWB_CUDA(cudaMemcpy(b.as(), v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
+  weight_bytes_ += sizeof(float) * v.size();
+  return b.as<float>();
+}
+
+std::string CudaModel::describe() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "cuda: %s, %d SMs, %.1f GiB, weights %.2f GiB", prop_.name,
+                prop_.multiProcessorCount, double(prop_.totalGlobalMem) / (1u << 30), double(weight_bytes_) / (1u << 30));
+  return buf;
+}
+
+uint64_t CudaModel::free_memory_bytes() const {
+  size_t free_b = 0, total = 0;
+  LLMWB_CUDA(cudaMemGetInfo(&free_b, &total));
+  return free_b;
+}
+
+void CudaModel::allocate_kv(int num_blocks, int block_size) {
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  const int64_t kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
+  layer_stride_ = int64_t(num_blocks) * block_size * kv_dim;
+  const size_t bytes = sizeof(float) * size_t(layer_stride_) * size_t(c_.n_layers);
+  k_pool_.reset();
+  v_pool_.reset();
+  k_pool_.grow(bytes);
+  v_pool_.grow(bytes);
+}
+
+void CudaModel::ensure_rows(int n, int nl) {
+  const int64_t dim = c_.dim, q_dim = int64_t(c_.n_heads) * c_.head_dim, kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
+  if (n > rows_cap_) {
+    const size_t f = sizeof(float), rows = size_t(n);
+    x_.grow(f * rows * dim), xb_.grow(f * rows * dim), xb2_.grow(f * rows * dim);
+    q_.grow(f * rows * q_dim), att_.grow(f * rows * q_dim);
+    k_.grow(f * rows * kv_dim), v_.grow(f * rows * kv_dim);
+    hb_.grow(f * rows * c_.hidden_dim), hb2_.grow(f * rows * c_.hidden_dim);
+    rows_cap_ = n;
+  }
+  if (nl > logit_rows_cap_) {
+    const size_t f = sizeof(float), rows = size_t(nl);
+    last_.grow(f * rows * dim), normed_.grow(f * rows * dim);
+    logits_.grow(f * rows * c_.vocab_size);
+    h_logits_.grow(f * rows * c_.vocab_size);
+    logit_rows_cap_ = nl;
+  }
+}
+
+void CudaModel::upload_metadata(const ForwardBatch& batch, int record_seq) {
+  (void)record_seq;
+  Meta& m = meta_;
+  m = Meta{};
+  m.n_rows = static_cast<int>(batch.tokens.size());
+  m.n_seqs = static_cast<int>(batch.seqs.size());
+  m.n_logit_rows = batch.num_logit_rows;
+  const int group = c_.n_heads / c_.n_kv_heads;
+  const int tile_rows = attention_tile_rows(group);
+  std::vector<int> positions(size_t(m.n_rows)), row_seq(size_t(m.n_rows)), seq_table, tables, tile_first, tile_n,
+      logit_src(size_t(m.n_logit_rows), 0);
+  std::vector<int64_t> slots(size_t(m.n_rows));
+  for (int s = 0; s < m.n_seqs; ++s) {
+    const ForwardSeq& fs = batch.seqs[size_t(s)];
+    const int ctx = fs.start_pos + fs.n_tokens;
+    m.max_ctx = std::max(m.max_ctx, ctx);
+    const int n_blocks = (ctx + block_size_ - 1) / block_size_;
+    if (!fs.block_table || static_cast<int>(fs.block_table->size()) < n_blocks)
+      throw Error("cuda forward", "sequence " + std::to_string(s) + " has a block table too short for " +
+                                      std::to_string(ctx) + " tokens");
+    seq_table.push_back(static_cast<int>(tables.size()));
+    for (int b = 0; b < n_blocks; ++b) {
+      const int id = (*fs.block_table)[size_t(b)];
+      if (id < 0 || id >= num_blocks_) throw Error("cuda forward", "block id " + std::to_string(id) + " is outside the pool");
+      tables.push_back(id);
+    }
+    for (int i = 0; i < fs.n_tokens; ++i) {
+      const int row = fs.first + i, pos = fs.start_pos + i;
+      positions[size_t(row)] = pos;
+      row_seq[size_t(row)] = s;
+      slots[size_t(row)] = int64_t((*fs.block_table)[size_t(pos / block_size_)]) * block_size_ + pos % block_size_;
+    }
+    for (int i = 0; i < fs.n_tokens; i += tile_rows) {
+      tile_first.push_back(fs.first + i);
+      tile_n.push_back(std::min(tile_rows, fs.n_tokens - i));
+    }
+    if (fs.logits_row >= 0) {
+      const int first = fs.all_logits ? 0 : fs.n_tokens - 1;
+      for (int i = first; i < fs.n_tokens; ++i) logit_src[size_t(fs.logits_row + i - first)] = fs.first + i;
+    }
+  }
+  m.n_tiles = static_cast<int>(tile_first.size());
+  // Pack: int arrays back to back, then the int64 slots at an 8-byte boundary.
+  size_t off = 0;
+  auto place = [&](size_t count) {
+    const size_t at = off;
+    off += sizeof(int) * count;
+    return at;
+  };
+  m.tokens = place(size_t(m.n_rows));
+  m.positions = place(size_t(m.n_rows));
+  m.row_seq = place(size_t(m.n_rows));
+  m.seq_table = place(seq_table.size());
+  m.tables = place(tables.size());
+  m.tile_first = place(tile_first.size());
+  m.tile_rows = place(tile_n.size());
+  m.logit_src = place(logit_src.size());
+  off = align_up(off, 8);
+  m.slots = off;
+  off += sizeof(int64_t) * slots.size();
+  m.bytes = std::max<size_t>(off, 8);
+  h_meta_.grow(m.bytes);
+  d_meta_.grow(m.bytes);
+  auto put = [&](size_t at, const void* src, size_t n) {
+    if (n) std::memcpy(h_meta_.as<uint8_t>() + at, src, n);
+  };
+  put(m.tokens, batch.tokens.data(), sizeof(int) * batch.tokens.size());
+  put(m.positions, positions.data(), sizeof(int) * positions.size());
+  put(m.row_seq, row_seq.data(), sizeof(int) * row_seq.size());
+  put(m.seq_table, seq_table.data(), sizeof(int) * seq_table.size());
+  put(m.tables, tables.data(), sizeof(int) * tables.size());
+  put(m.tile_first, tile_first.data(), sizeof(int) * tile_first.size());
+  put(m.tile_rows, tile_n.data(), sizeof(int) * tile_n.size());
+  put(m.logit_src, logit_src.data(), sizeof(int) * logit_src.size());
+  put(m.slots, slots.data(), sizeof(int64_t) * slots.size());
+  LLMWB_CUDA(cudaMemcpyAsync(d_meta_.as(), h_meta_.as(), m.bytes, cudaMemcpyHostToDevice, stream_.get()));
+}
+
+void CudaModel::matmul(const DeviceMatrix& W, const float* x, int n, float* y) {
+  const cudaStream_t s = stream_.get();
+  if (n <= kGemvMaxRows) {
+    LLMWB_CUDA(gemv(W, x, n, y, s));
+    return;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const int M = static_cast<int>(W.rows), K = static_cast<int>(W.cols);
+  // Row-major y (n x M) = x (n x K) W^T, i.e. column-major y^T (M x n) = W (stored as K x M
+  // column-major, transposed) times x^T (K x n).
+  if (W.type == WType::F32) {
+    LLMWB_CUDA(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, static_cast<const float*>(W.data),
+                           K, x, K, &beta, y, M));
+    return;
+  }
+  const bool bf16 = W.type == WType::BF16;
+  const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const void* A = W.data;
+  if (W.type != WType::F16 && !bf16) {
+    // Quantized weights: dequantized to fp16 once per call, then one tensor-core GEMM.
+    half_w_.grow(size_t(W.rows) * size_t(W.cols) * 2);
+    LLMWB_CUDA(dequantize_matrix(W, half_w_.as(), false, s));
+    A = half_w_.as();
+  }
+  half_x_.grow(size_t(n) * size_t(K) * 2);
+  LLMWB_CUDA(f32_to_half(x, half_x_.as(), int64_t(n) * K, bf16, s));
+  LLMWB_CUDA(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, A, dt, K, half_x_.as(), dt, K,
+                          &beta, y, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
+  const int n = static_cast<int>(batch.tokens.size());
+  if (n == 0) return;
+  if (num_blocks_ == 0) throw Error("cuda forward", "the KV pool is not allocated");
+  bool decode = true;
+  int rec = -1;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    decode = decode && batch.seqs[s].n_tokens == 1;
+    if (batch.seqs[s].capture_attention && record && record_layer >= 0) rec = static_cast<int>(s);
+  }
+  NvtxRange phase(decode ? "decode" : "prefill");
+  static const bool per_layer = [] {
+    const char* e = std::getenv("LLMWB_NVTX_LAYERS");
+    return e && *e && *e != '0';
+  }();
+  const cudaStream_t s = stream_.get();
+  const ModelConfig& c = c_;
+  const int nl = batch.num_logit_rows;
+  ensure_rows(n, nl);
+  upload_metadata(batch, rec);
+  const Meta& m = meta_;
+  const uint8_t* dm = d_meta_.as<uint8_t>();
+  auto ip = [&](size_t off) { return reinterpret_cast<const int*>(dm + off); };
+
+  AttentionBatch ab;
+  ab.n_rows = n;
+  ab.row_pos = ip(m.positions);
+  ab.row_seq = ip(m.row_seq);
+  ab.seq_table = ip(m.seq_table);
+  ab.tables = ip(m.tables);
+  ab.n_tiles = m.n_tiles;
+  ab.tile_first = ip(m.tile_first);
+  ab.tile_rows = ip(m.tile_rows);
+  ab.max_ctx = m.max_ctx;
+  AttentionShape sh;
+  sh.n_heads = c.n_heads;
+  sh.n_kv_heads = c.n_kv_heads;
+  sh.head_dim = c.head_dim;
+  sh.block_size = block_size_;
+  sh.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  attn_ws_.grow(sizeof(float) * size_t(std::max<int64_t>(1, attention_workspace_floats(ab, sh, prop_.multiProcessorCount))));
+  const ForwardSeq* rs = rec >= 0 ? &batch.seqs[size_t(rec)] : nullptr;
+  const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
+  if (rs) weights_rec_.grow(sizeof(float) * size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride));
+
+  const int64_t dim = c.dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  float *x = x_.as<float>(), *xb = xb_.as<float>(), *xb2 = xb2_.as<float>(), *q = q_.as<float>(), *k = k_.as<float>(),
+        *v = v_.as<float>(), *att = att_.as<float>(), *hb = hb_.as<float>(), *hb2 = hb2_.as<float>();
+  LLMWB_CUDA(embed(tok_embeddings_, ip(m.tokens), n, x, s));
+  const float* pending = nullptr;   // the last block's output, still to be added to x
+  for (int l = 0; l < c.n_layers; ++l) {
+    std::optional<NvtxRange> layer_range;
+    if (per_layer) layer_range.emplace("layer");
+    const Layer& L = layers_[size_t(l)];
+    if (pending)
+      LLMWB_CUDA(add_rmsnorm(x, pending, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
+    else
+      LLMWB_CUDA(rmsnorm(x, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
+    matmul(L.wq, xb, n, q);
+    matmul(L.wk, xb, n, k);
+    matmul(L.wv, xb, n, v);
+    LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_,
+                    c.rope_layout == RopeLayout::Interleaved, s));
+    float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
+    float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
+    LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,
+                        reinterpret_cast<const int64_t*>(dm + m.slots), n, static_cast<int>(kv_dim), s));
+    if (rs && l == record_layer)
+      LLMWB_CUDA(attention_naive(q, kl, vl, ab, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
+    else
+      LLMWB_CUDA(attention(q, kl, vl, ab, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
+    matmul(L.wo, att, n, xb2);
+    LLMWB_CUDA(add_rmsnorm(x, xb2, L.ffn_norm, n, c.dim, c.norm_eps, xb, s));
+    matmul(L.w1, xb, n, hb);
+    matmul(L.w3, xb, n, hb2);
+    LLMWB_CUDA(silu_mul(hb, hb2, int64_t(n) * c.hidden_dim, s));
+    matmul(L.w2, hb, n, xb2);
+    pending = xb2;
+  }
+  if (nl > 0) {
+    if (pending) LLMWB_CUDA(add(x, pending, int64_t(n) * dim, s));
+    LLMWB_CUDA(gather_rows(x, ip(m.logit_src), nl, c.dim, last_.as<float>(), s));
+    LLMWB_CUDA(rmsnorm(last_.as<float>(), final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
+    matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
+    NvtxRange copy("copy logits");
+    LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as(), logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size,
+                               cudaMemcpyDeviceToHost, s));
+  }
+  const size_t rec_floats = rs ? size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride) : 0;
+  if (rs) {
+    h_weights_rec_.grow(sizeof(float) * rec_floats);
+    LLMWB_CUDA(cudaMemcpyAsync(h_weights_rec_.as(), weights_rec_.as(), sizeof(float) * rec_floats,
+                               cudaMemcpyDeviceToHost, s));
+  }
+  // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
+  stream_.sync();
+  if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size);
+  if (rs) {
+    record->layer = record_layer;
+    record->n_heads = c.n_heads;
+    record->start_pos = rs->start_pos;
+    record->rows.assign(size_t(rs->n_tokens) * c.n_heads, {});
+    const float* w = h_weights_rec_.as<float>();
+    for (int i = 0; i < rs->n_tokens; ++i)
+      for (int h = 0; h < c.n_heads; ++h) {
+        const float* row = w + (size_t(i) * c.n_heads + h) * size_t(rec_stride);
+        record->rows[size_t(i) * c.n_heads + h].assign(row, row + rs->start_pos + i + 1);
+      }
+  }
+}
+
+void CudaModel::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
+  if (src_dst.empty()) return;
+  std::vector<int> pairs;
+  for (auto [a, b] : src_dst) {
+    if (a < 0 || a >= num_blocks_ || b < 0 || b >= num_blocks_)
+      throw Error("cuda copy_blocks", "block " + std::to_string(a) + " -> " + std::to_string(b) + " is outside the pool");
+    pairs.push_back(a);
+    pairs.push_back(b);
+  }
+  d_pairs_.grow(sizeof(int) * pairs.size());
+  LLMWB_CUDA(cudaMemcpyAsync(d_pairs_.as(), pairs.data(), sizeof(int) * pairs.size(), cudaMemcpyHostToDevice,
+                             stream_.get()));
+  const int64_t kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
+  LLMWB_CUDA(llmwb::cuda::copy_blocks(k_pool_.as<float>(), v_pool_.as<float>(), c_.n_layers, layer_stride_,
+                                      int64_t(block_size_) * kv_dim, d_pairs_.as<int>(), static_cast<int>(src_dst.size()),
+                                      stream_.get()));
+  // `pairs` is pageable host memory read by the copy: wait before it goes out of scope.
+  stream_.sync();
+}
+
+}  // namespace llmwb::cuda

@@ -1,0 +1,80 @@
+// cuda_model.h — the Llama forward pass on one CUDA device (the DeviceModel for --backend cuda).
+//
+// Weights are uploaded once in their stored format (F32, F16, BF16, Q8_0, Q4_0, Q4_1, INT8_ROW,
+// INT4_G32/G128; other types are converted to F16 on upload); activations stay on the device;
+// the KV pool lives in device memory with KVCache's layout and block ids. Per step the host
+// sends one packed buffer of metadata (tokens, positions, slots, block tables, query tiles)
+// and receives the logits rows. Matrix products over <= 8 tokens use the GEMV kernel (weights
+// read once, in their own width); larger ones cuBLAS with fp32 accumulation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_resources.h"
+#include "backend/device_model.h"
+#include "llmwb_kernels.h"
+
+namespace llmwb::cuda {
+
+int device_count();                  // 0 on any error
+std::string unavailable_reason();    // empty when device 0 is usable
+
+class CudaModel final : public DeviceModel {
+ public:
+  CudaModel(const ModelConfig& config, const LlamaWeights& weights);
+  ~CudaModel() override;
+
+  std::string describe() const override;
+  uint64_t free_memory_bytes() const override;
+  void allocate_kv(int num_blocks, int block_size) override;
+  void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) override;
+  void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
+
+  // y = W x over n_rows tokens (device pointers); public for the benchmarks.
+  void matmul(const DeviceMatrix& W, const float* x, int n_rows, float* y);
+  cudaStream_t stream() const { return stream_.get(); }
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  struct Layer {
+    DeviceMatrix wq, wk, wv, wo, w1, w2, w3;
+    const float* attn_norm = nullptr;
+    const float* ffn_norm = nullptr;
+  };
+  DeviceMatrix upload(const TensorView& t);
+  const float* upload_floats(const std::vector<float>& v);
+  void ensure_rows(int n_rows, int n_logit_rows);
+  void upload_metadata(const ForwardBatch& batch, int record_seq);
+
+  ModelConfig c_;
+  int device_ = 0;
+  cudaDeviceProp prop_{};
+  Stream stream_;
+  CublasHandle cublas_;
+  std::vector<DeviceBuffer> weights_;   // every uploaded tensor, owned
+  uint64_t weight_bytes_ = 0;
+  DeviceMatrix tok_embeddings_, output_;
+  std::vector<Layer> layers_;
+  const float* final_norm_ = nullptr;
+  const double* inv_freq_ = nullptr;
+  // KV pool: [layer][block][slot][kv_dim] floats, K and V.
+  DeviceBuffer k_pool_, v_pool_;
+  int num_blocks_ = 0, block_size_ = 0;
+  int64_t layer_stride_ = 0;
+  // Activations (grown to the largest batch seen).
+  int rows_cap_ = 0, logit_rows_cap_ = 0;
+  DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, half_x_, half_w_, attn_ws_,
+      weights_rec_;
+  // Per-step metadata, packed: host (pinned) and device copies; meta_ holds the offsets.
+  PinnedBuffer h_meta_, h_logits_, h_weights_rec_;
+  DeviceBuffer d_meta_, d_pairs_;
+  struct Meta {
+    int n_rows = 0, n_seqs = 0, n_tiles = 0, max_ctx = 0, n_logit_rows = 0;
+    size_t tokens = 0, positions = 0, row_seq = 0, seq_table = 0, tables = 0, tile_first = 0, tile_rows = 0,
+           logit_src = 0, slots = 0, bytes = 0;   // byte offsets into the packed buffer
+  } meta_;
+};
+
+}  // namespace llmwb::cuda

@@ -1,0 +1,48 @@
+// device_model.cpp — the accelerator factories, present in every build: without the CUDA
+// toolkit they report why the backend is missing instead of failing to link.
+#include "backend/device_model.h"
+
+#include "llmwb/errors.h"
+
+#if LLMWB_HAVE_CUDA
+#include "backend/cuda/cuda_model.h"
+#endif
+
+namespace llmwb {
+
+bool cuda_built() {
+#if LLMWB_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int cuda_device_count() {
+#if LLMWB_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+std::string cuda_unavailable_reason() {
+#if LLMWB_HAVE_CUDA
+  return cuda::unavailable_reason();
+#else
+  return "this build has no CUDA backend (the CUDA toolkit was not found, or LLMWB_ENABLE_CUDA=OFF)";
+#endif
+}
+
+std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights) {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) throw Error("backend", "'cuda' is not available: " + why);
+#if LLMWB_HAVE_CUDA
+  return std::make_unique<cuda::CudaModel>(config, weights);
+#else
+  (void)config, (void)weights;
+  return nullptr;
+#endif
+}
+
+}  // namespace llmwb

@@ -1,0 +1,193 @@
+// elementwise.cu — the small per-token kernels of the forward pass: embedding gather, RMSNorm
+// (alone and fused with the residual add), RoPE, SwiGLU, residual add, row gather, and the
+// K/V pool writes and block copies. All memory-bound; each is one pass over its data.
+#include <cuda_runtime.h>
+
+#include "dequant.cuh"
+#include "llmwb_kernels.h"
+
+namespace llmwb::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n, int per_block = kThreads) {
+  const int64_t b = (n + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < 65535 * 16 ? (b > 0 ? b : 1) : 65535 * 16);
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
+__device__ float block_sum(float v) {
+  __shared__ float part[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();   // `part` may still be read by a previous call
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  const int nw = blockDim.x / 32;
+  v = lane < nw ? part[lane] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__global__ void embed_kernel(DeviceMatrix table, const int* tokens, int n_rows, float* out) {
+  const int r = blockIdx.y;
+  const uint8_t* row = static_cast<const uint8_t*>(table.data) + int64_t(tokens[r]) * table.row_bytes;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < table.cols; c += int64_t(gridDim.x) * blockDim.x)
+    out[int64_t(r) * table.cols + c] = detail::load_elem(table.type, row, c, table.cols);
+}
+
+// One block per row. With `delta`, x += delta first (written back) and the norm is of the sum.
+__global__ void rmsnorm_kernel(float* x, const float* delta, const float* w, int dim, float eps, float* out) {
+  float* xr = x + int64_t(blockIdx.x) * dim;
+  const float* dr = delta ? delta + int64_t(blockIdx.x) * dim : nullptr;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    float v = xr[i];
+    if (dr) {
+      v += dr[i];
+      xr[i] = v;
+    }
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
+  float* o = out + int64_t(blockIdx.x) * dim;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * inv * w[i];
+}
+
+// One thread per (row, head, pair), q heads first then k heads. The angle is computed in double
+// from the double inverse frequency, as the CPU backend does, so positions in the hundreds of
+// thousands keep their precision.
+__global__ void rope_kernel(float* q, float* k, int n_rows, int n_heads, int n_kv_heads, int head_dim,
+                            const int* positions, const double* inv_freq, bool interleaved) {
+  const int half = head_dim / 2;
+  const int heads = n_heads + n_kv_heads;
+  const int64_t total = int64_t(n_rows) * heads * half;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(t % half);
+    const int h = static_cast<int>((t / half) % heads);
+    const int r = static_cast<int>(t / (int64_t(half) * heads));
+    float* v = h < n_heads ? q + (int64_t(r) * n_heads + h) * head_dim
+                           : k + (int64_t(r) * n_kv_heads + (h - n_heads)) * head_dim;
+    double sd, cd;
+    sincos(static_cast<double>(positions[r]) * inv_freq[i], &sd, &cd);
+    const float sn = static_cast<float>(sd), cs = static_cast<float>(cd);
+    const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+    const float x0 = v[a], x1 = v[b];
+    v[a] = x0 * cs - x1 * sn;
+    v[b] = x0 * sn + x1 * cs;
+  }
+}
+
+__global__ void silu_mul_kernel(float* gate, const float* up, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void add_kernel(float* y, const float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += x[i];
+}
+
+__global__ void gather_rows_kernel(const float* src, const int* rows, int width, float* dst) {
+  const float* s = src + int64_t(rows[blockIdx.y]) * width;
+  float* d = dst + int64_t(blockIdx.y) * width;
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < width; c += gridDim.x * blockDim.x) d[c] = s[c];
+}
+
+__global__ void store_kv_kernel(float* k_pool, float* v_pool, int64_t layer_off, const float* k, const float* v,
+                                const int64_t* slots, int kv_dim) {
+  const int r = blockIdx.y;
+  const int64_t slot = slots[r];
+  if (slot < 0) return;
+  float* kd = k_pool + layer_off + slot * kv_dim;
+  float* vd = v_pool + layer_off + slot * kv_dim;
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < kv_dim; c += gridDim.x * blockDim.x) {
+    kd[c] = k[int64_t(r) * kv_dim + c];
+    vd[c] = v[int64_t(r) * kv_dim + c];
+  }
+}
+
+// grid.y = pair, grid.z = layer.
+__global__ void copy_blocks_kernel(float* k_pool, float* v_pool, int64_t layer_stride, int64_t block_elems,
+                                   const int* pairs) {
+  const int64_t src = int64_t(pairs[2 * blockIdx.y]) * block_elems + blockIdx.z * layer_stride;
+  const int64_t dst = int64_t(pairs[2 * blockIdx.y + 1]) * block_elems + blockIdx.z * layer_stride;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < block_elems; i += int64_t(gridDim.x) * blockDim.x) {
+    k_pool[dst + i] = k_pool[src + i];
+    v_pool[dst + i] = v_pool[src + i];
+  }
+}
+
+unsigned col_blocks(int64_t cols) {
+  const int64_t b = (cols + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 64 ? b : 64);
+}
+
+}  // namespace
+
+cudaError_t embed(const DeviceMatrix& table, const int* tokens, int n_rows, float* out, cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  embed_kernel<<<dim3(col_blocks(table.cols), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(table, tokens, n_rows, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out, cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  rmsnorm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(const_cast<float*>(x), nullptr, w, dim, eps, out);
+  return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(float* x, const float* delta, const float* w, int n_rows, int dim, float eps, float* out,
+                        cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  rmsnorm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, delta, w, dim, eps, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rope(float* q, float* k, int n_rows, int n_heads, int n_kv_heads, int head_dim, const int* positions,
+                 const double* inv_freq, bool interleaved, cudaStream_t s) {
+  const int64_t total = int64_t(n_rows) * (n_heads + n_kv_heads) * (head_dim / 2);
+  if (total <= 0) return cudaSuccess;
+  rope_kernel<<<blocks_for(total), kThreads, 0, s>>>(q, k, n_rows, n_heads, n_kv_heads, head_dim, positions, inv_freq,
+                                                     interleaved);
+  return cudaGetLastError();
+}
+
+cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  silu_mul_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  gather_rows_kernel<<<dim3(col_blocks(width), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(src, rows, width, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t store_kv(float* k_pool, float* v_pool, int layer, int64_t layer_stride, const float* k, const float* v,
+                     const int64_t* slots, int n_rows, int kv_dim, cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  store_kv_kernel<<<dim3(col_blocks(kv_dim), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(
+      k_pool, v_pool, int64_t(layer) * layer_stride, k, v, slots, kv_dim);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t layer_stride, int64_t block_elems,
+                        const int* pairs, int n_pairs, cudaStream_t s) {
+  if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
+  copy_blocks_kernel<<<dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)),
+                       kThreads, 0, s>>>(k_pool, v_pool, layer_stride, block_elems, pairs);
+  return cudaGetLastError();
+}
+
+}  // namespace llmwb::cuda
