@@ -46,9 +46,7 @@ std::string unavailable_reason() {
   return {};
 }
 
-namespace {
-
-bool native_type(DType t, WType* out) {
+bool device_wtype(DType t, WType* out) {
   switch (t) {
     case DType::F32: *out = WType::F32; return true;
     case DType::F16: *out = WType::F16; return true;
@@ -63,14 +61,15 @@ bool native_type(DType t, WType* out) {
   }
 }
 
+namespace {
+
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w) : c_(config) {
+CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w) : c_(config), mm_(stream_.get()) {
   LLMWB_CUDA(cudaSetDevice(device_));
   LLMWB_CUDA(cudaGetDeviceProperties(&prop_, device_));
-  LLMWB_CUDA(cublasSetStream(cublas_.get(), stream_.get()));
   NvtxRange range("upload weights");
   tok_embeddings_ = upload(w.tok_embeddings);
   output_ = w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype
@@ -97,7 +96,7 @@ DeviceMatrix CudaModel::upload(const TensorView& t) {
   DeviceMatrix m;
   m.rows = t.rows();
   m.cols = t.cols();
-  if (native_type(t.dtype, &m.type)) {
+  if (device_wtype(t.dtype, &m.type)) {
     m.row_bytes = static_cast<int64_t>(t.row_bytes());
     const uint64_t bytes = uint64_t(m.rows) * uint64_t(m.row_bytes);
     DeviceBuffer& b = weights_.emplace_back(bytes);
@@ -253,35 +252,7 @@ void CudaModel::upload_metadata(const ForwardBatch& batch, int record_seq) {
   LLMWB_CUDA(cudaMemcpyAsync(d_meta_.as(), h_meta_.as(), m.bytes, cudaMemcpyHostToDevice, stream_.get()));
 }
 
-void CudaModel::matmul(const DeviceMatrix& W, const float* x, int n, float* y) {
-  const cudaStream_t s = stream_.get();
-  if (n <= kGemvMaxRows) {
-    LLMWB_CUDA(gemv(W, x, n, y, s));
-    return;
-  }
-  const float alpha = 1.0f, beta = 0.0f;
-  const int M = static_cast<int>(W.rows), K = static_cast<int>(W.cols);
-  // Row-major y (n x M) = x (n x K) W^T, i.e. column-major y^T (M x n) = W (stored as K x M
-  // column-major, transposed) times x^T (K x n).
-  if (W.type == WType::F32) {
-    LLMWB_CUDA(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, static_cast<const float*>(W.data),
-                           K, x, K, &beta, y, M));
-    return;
-  }
-  const bool bf16 = W.type == WType::BF16;
-  const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const void* A = W.data;
-  if (W.type != WType::F16 && !bf16) {
-    // Quantized weights: dequantized to fp16 once per call, then one tensor-core GEMM.
-    half_w_.grow(size_t(W.rows) * size_t(W.cols) * 2);
-    LLMWB_CUDA(dequantize_matrix(W, half_w_.as(), false, s));
-    A = half_w_.as();
-  }
-  half_x_.grow(size_t(n) * size_t(K) * 2);
-  LLMWB_CUDA(f32_to_half(x, half_x_.as(), int64_t(n) * K, bf16, s));
-  LLMWB_CUDA(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, A, dt, K, half_x_.as(), dt, K,
-                          &beta, y, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
+void CudaModel::matmul(const DeviceMatrix& W, const float* x, int n, float* y) { mm_.run(W, x, n, y); }
 
 void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
   const int n = static_cast<int>(batch.tokens.size());

@@ -4,14 +4,14 @@
 // INT4_G32/G128; other types are converted to F16 on upload); activations stay on the device;
 // the KV pool lives in device memory with KVCache's layout and block ids. Per step the host
 // sends one packed buffer of metadata (tokens, positions, slots, block tables, query tiles)
-// and receives the logits rows. Matrix products over <= 8 tokens use the GEMV kernel (weights
-// read once, in their own width); larger ones cuBLAS with fp32 accumulation.
+// and receives the logits rows (CudaMatmul does the matrix products).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_matmul.h"
 #include "backend/cuda/cuda_resources.h"
 #include "backend/device_model.h"
 #include "llmwb_kernels.h"
@@ -20,6 +20,8 @@ namespace llmwb::cuda {
 
 int device_count();                  // 0 on any error
 std::string unavailable_reason();    // empty when device 0 is usable
+// The kernels' name for a stored weight type; false for types converted to F16 on upload.
+bool device_wtype(DType t, WType* out);
 
 class CudaModel final : public DeviceModel {
  public:
@@ -52,7 +54,7 @@ class CudaModel final : public DeviceModel {
   int device_ = 0;
   cudaDeviceProp prop_{};
   Stream stream_;
-  CublasHandle cublas_;
+  CudaMatmul mm_;
   std::vector<DeviceBuffer> weights_;   // every uploaded tensor, owned
   uint64_t weight_bytes_ = 0;
   DeviceMatrix tok_embeddings_, output_;
@@ -65,7 +67,7 @@ class CudaModel final : public DeviceModel {
   int64_t layer_stride_ = 0;
   // Activations (grown to the largest batch seen).
   int rows_cap_ = 0, logit_rows_cap_ = 0;
-  DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, half_x_, half_w_, attn_ws_,
+  DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, attn_ws_,
       weights_rec_;
   // Per-step metadata, packed: host (pinned) and device copies; meta_ holds the offsets.
   PinnedBuffer h_meta_, h_logits_, h_weights_rec_;

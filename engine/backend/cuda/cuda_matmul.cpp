@@ -1,0 +1,41 @@
+#include "backend/cuda/cuda_matmul.h"
+
+namespace llmwb::cuda {
+
+CudaMatmul::CudaMatmul(cudaStream_t stream) : stream_(stream) {
+  LLMWB_CUDA(cublasSetStream(cublas_.get(), stream_));
+}
+
+void CudaMatmul::run(const DeviceMatrix& W, const float* x, int n, float* y) {
+  if (n <= kGemvMaxRows)
+    LLMWB_CUDA(gemv(W, x, n, y, stream_));
+  else
+    run_gemm(W, x, n, y);
+}
+
+void CudaMatmul::run_gemm(const DeviceMatrix& W, const float* x, int n, float* y) {
+  if (n <= 0) return;
+  const float alpha = 1.0f, beta = 0.0f;
+  const int M = static_cast<int>(W.rows), K = static_cast<int>(W.cols);
+  // Row-major y (n x M) = x (n x K) W^T, i.e. column-major y^T (M x n) = op_T(W seen as the
+  // column-major K x M matrix) times x^T (column-major K x n).
+  if (W.type == WType::F32) {
+    LLMWB_CUDA(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, static_cast<const float*>(W.data),
+                           K, x, K, &beta, y, M));
+    return;
+  }
+  const bool bf16 = W.type == WType::BF16;
+  const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const void* A = W.data;
+  if (W.type != WType::F16 && !bf16) {
+    half_w_.grow(size_t(W.rows) * size_t(W.cols) * 2);
+    LLMWB_CUDA(dequantize_matrix(W, half_w_.as(), false, stream_));
+    A = half_w_.as();
+  }
+  half_x_.grow(size_t(n) * size_t(K) * 2);
+  LLMWB_CUDA(f32_to_half(x, half_x_.as(), int64_t(n) * K, bf16, stream_));
+  LLMWB_CUDA(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, A, dt, K, half_x_.as(), dt, K,
+                          &beta, y, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace llmwb::cuda

@@ -1,0 +1,28 @@
+// cuda_matmul.h — y = W x on the device for any stored weight format.
+//
+// Up to kGemvMaxRows tokens (decode): the GEMV kernel, which streams the weights once in their
+// stored width and is batch-invariant. More tokens (prefill, large decode batches): cuBLAS with
+// fp32 accumulation — F32 weights by SGEMM (plain fp32, no TF32), F16/BF16 weights directly with
+// activations rounded to the same type, quantized weights dequantized to fp16 first.
+#pragma once
+
+#include "backend/cuda/cuda_resources.h"
+#include "llmwb_kernels.h"
+
+namespace llmwb::cuda {
+
+class CudaMatmul {
+ public:
+  explicit CudaMatmul(cudaStream_t stream);
+  // x: n_rows x W.cols, y: n_rows x W.rows (device, fp32).
+  void run(const DeviceMatrix& W, const float* x, int n_rows, float* y);
+  // The cuBLAS path for any row count (tests compare it with the GEMV).
+  void run_gemm(const DeviceMatrix& W, const float* x, int n_rows, float* y);
+
+ private:
+  cudaStream_t stream_;
+  CublasHandle cublas_;
+  DeviceBuffer half_x_, half_w_;
+};
+
+}  // namespace llmwb::cuda

@@ -1,0 +1,455 @@
+// Every CUDA kernel against a CPU reference on fresh random inputs, outputs poisoned with NaN
+// before each run: GEMV and the cuBLAS path for each weight format (against dequantize-then-
+// multiply in double), the element-wise kernels, the K/V pool writes and copies, attention
+// (tiled / split / naive, GQA, paged) against a float64 softmax, and argmax.
+#include <algorithm>
+#include <numeric>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_matmul.h"
+#include "backend/cuda/cuda_model.h"
+#include "gpu_test.h"
+#include "llmwb_kernels.h"
+#include "model/tensor.h"
+
+using namespace llmwb;
+using namespace llmwb::test;
+using cuda::DeviceBuffer;
+
+namespace {
+
+struct HostMatrix {
+  DType dtype;
+  int64_t rows, cols;
+  std::vector<uint8_t> bytes;
+  std::vector<double> deq;   // dequantized, row-major
+};
+
+HostMatrix random_matrix(DType t, int64_t rows, int64_t cols, std::mt19937_64& rng) {
+  HostMatrix m{t, rows, cols, {}, {}};
+  const uint64_t rb = dtype_row_bytes(t, cols);
+  m.bytes.resize(rb * uint64_t(rows));
+  std::vector<float> row(size_t(cols), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    row = random_floats(size_t(cols), rng, 0.5f);
+    quantize_row(t, row.data(), m.bytes.data() + uint64_t(r) * rb, cols);
+    dequantize_row(t, m.bytes.data() + uint64_t(r) * rb, row.data(), cols);
+    m.deq.insert(m.deq.end(), row.begin(), row.end());
+  }
+  return m;
+}
+
+cuda::DeviceMatrix device_matrix(const HostMatrix& h, const DeviceBuffer& b) {
+  cuda::DeviceMatrix d;
+  EXPECT_TRUE(cuda::device_wtype(h.dtype, &d.type));
+  d.data = b.as();
+  d.rows = h.rows;
+  d.cols = h.cols;
+  d.row_bytes = static_cast<int64_t>(dtype_row_bytes(h.dtype, h.cols));
+  return d;
+}
+
+std::vector<double> reference_matmul(const HostMatrix& W, const std::vector<float>& x, int n) {
+  std::vector<double> y(size_t(n) * size_t(W.rows));
+  for (int r = 0; r < n; ++r)
+    for (int64_t o = 0; o < W.rows; ++o) {
+      double s = 0;
+      for (int64_t c = 0; c < W.cols; ++c) s += W.deq[size_t(o * W.cols + c)] * x[size_t(r * W.cols + c)];
+      y[size_t(r) * size_t(W.rows) + size_t(o)] = s;
+    }
+  return y;
+}
+
+const std::vector<DType>& gpu_types() {
+  static const std::vector<DType> t{DType::F32,      DType::F16,      DType::BF16,     DType::Q8_0,     DType::Q4_0,
+                                    DType::Q4_1,     DType::INT8_ROW, DType::INT4_G32, DType::INT4_G128};
+  return t;
+}
+
+TEST(CudaGemv, EveryWeightFormatMatchesDequantizeThenMultiply) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (DType t : gpu_types()) {
+    // 512: the vectorised path; 200 (and 100 for the float types): the element-wise path
+    // (INT4 groups with a partial last group, rows not a multiple of 8 columns).
+    for (int64_t cols : {int64_t(512), int64_t(200), int64_t(104)}) {
+      if (!dtype_row_fits(t, cols)) continue;
+      const HostMatrix W = random_matrix(t, 300, cols, rng);
+      const DeviceBuffer dw = to_device(W.bytes);
+      const cuda::DeviceMatrix dm = device_matrix(W, dw);
+      for (int n : {1, 3, 8}) {
+        const std::vector<float> x = random_floats(size_t(n * cols), rng);
+        const DeviceBuffer dx = to_device(x);
+        DeviceBuffer dy = poisoned(size_t(n) * 300);
+        LLMWB_CUDA(cuda::gemv(dm, dx.as<float>(), n, dy.as<float>(), nullptr));
+        const double err = rel_error(to_host<float>(dy, size_t(n) * 300), reference_matmul(W, x, n));
+        EXPECT_LT(err, 1e-5) << dtype_name(t) << " cols " << cols << " rows " << n;
+      }
+    }
+  }
+}
+
+TEST(CudaGemv, AnOutputDoesNotDependOnTheNumberOfRowsInTheCall) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (DType t : {DType::F16, DType::Q8_0, DType::INT4_G128}) {
+    const HostMatrix W = random_matrix(t, 257, 1024, rng);
+    const DeviceBuffer dw = to_device(W.bytes);
+    const cuda::DeviceMatrix dm = device_matrix(W, dw);
+    const std::vector<float> x = random_floats(8 * 1024, rng);
+    const DeviceBuffer dx = to_device(x);
+    DeviceBuffer all = poisoned(8 * 257);
+    LLMWB_CUDA(cuda::gemv(dm, dx.as<float>(), 8, all.as<float>(), nullptr));
+    const std::vector<float> y8 = to_host<float>(all, 8 * 257);
+    for (int r = 0; r < 8; ++r) {
+      const std::vector<float> xr(x.begin() + r * 1024, x.begin() + (r + 1) * 1024);
+      const DeviceBuffer dxr = to_device(xr);
+      DeviceBuffer one = poisoned(257);
+      LLMWB_CUDA(cuda::gemv(dm, dxr.as<float>(), 1, one.as<float>(), nullptr));
+      const std::vector<float> y1 = to_host<float>(one, 257);
+      EXPECT_EQ(0, std::memcmp(y1.data(), y8.data() + r * 257, 257 * sizeof(float))) << dtype_name(t) << " row " << r;
+    }
+  }
+}
+
+TEST(CudaGemm, CublasPathMatchesDequantizeThenMultiply) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  cuda::Stream stream;
+  cuda::CudaMatmul mm(stream.get());
+  for (DType t : gpu_types()) {
+    const HostMatrix W = random_matrix(t, 384, 256, rng);
+    const DeviceBuffer dw = to_device(W.bytes);
+    const cuda::DeviceMatrix dm = device_matrix(W, dw);
+    const int n = 37;
+    const std::vector<float> x = random_floats(size_t(n) * 256, rng);
+    const DeviceBuffer dx = to_device(x);
+    DeviceBuffer dy = poisoned(size_t(n) * 384);
+    mm.run(dm, dx.as<float>(), n, dy.as<float>());
+    stream.sync();
+    const double err = rel_error(to_host<float>(dy, size_t(n) * 384), reference_matmul(W, x, n));
+    // fp32 SGEMM; fp16 operands (F16 and the dequantized formats); bf16 operands.
+    const double tol = t == DType::F32 ? 1e-5 : t == DType::BF16 ? 1e-2 : 3e-3;
+    EXPECT_LT(err, tol) << dtype_name(t);
+  }
+}
+
+TEST(CudaKernels, EmbeddingGatherDequantizesEveryFormat) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (DType t : gpu_types()) {
+    const HostMatrix T = random_matrix(t, 100, 128, rng);
+    const DeviceBuffer dt = to_device(T.bytes);
+    const std::vector<int> tokens{5, 99, 0, 5, 42};
+    const DeviceBuffer dtok = to_device(tokens);
+    DeviceBuffer out = poisoned(tokens.size() * 128);
+    LLMWB_CUDA(cuda::embed(device_matrix(T, dt), dtok.as<int>(), 5, out.as<float>(), nullptr));
+    std::vector<double> ref;
+    for (int tok : tokens) ref.insert(ref.end(), T.deq.begin() + tok * 128, T.deq.begin() + (tok + 1) * 128);
+    EXPECT_EQ(rel_error(to_host<float>(out, tokens.size() * 128), ref), 0.0) << dtype_name(t);
+  }
+}
+
+TEST(CudaKernels, RmsNormAloneAndFusedWithTheResidualAdd) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const int n = 7, dim = 1000;
+  const std::vector<float> x = random_floats(n * dim, rng), d = random_floats(n * dim, rng), w = random_floats(dim, rng);
+  std::vector<double> sum(n * dim), ref(n * dim), ref_fused(n * dim);
+  for (int r = 0; r < n; ++r) {
+    double ss = 0, ss2 = 0;
+    for (int i = 0; i < dim; ++i) {
+      ss += double(x[r * dim + i]) * x[r * dim + i];
+      sum[r * dim + i] = double(x[r * dim + i]) + d[r * dim + i];
+      ss2 += sum[r * dim + i] * sum[r * dim + i];
+    }
+    for (int i = 0; i < dim; ++i) {
+      ref[r * dim + i] = x[r * dim + i] / std::sqrt(ss / dim + 1e-5) * w[i];
+      ref_fused[r * dim + i] = sum[r * dim + i] / std::sqrt(ss2 / dim + 1e-5) * w[i];
+    }
+  }
+  DeviceBuffer dx = to_device(x);
+  const DeviceBuffer dd = to_device(d), dw = to_device(w);
+  DeviceBuffer out = poisoned(n * dim);
+  LLMWB_CUDA(cuda::rmsnorm(dx.as<float>(), dw.as<float>(), n, dim, 1e-5f, out.as<float>(), nullptr));
+  EXPECT_LT(rel_error(to_host<float>(out, n * dim), ref), 1e-6);
+  out = poisoned(n * dim);
+  LLMWB_CUDA(cuda::add_rmsnorm(dx.as<float>(), dd.as<float>(), dw.as<float>(), n, dim, 1e-5f, out.as<float>(), nullptr));
+  EXPECT_LT(rel_error(to_host<float>(out, n * dim), ref_fused), 1e-6);
+  EXPECT_LT(rel_error(to_host<float>(dx, n * dim), sum), 1e-7);   // x += delta written back
+}
+
+TEST(CudaKernels, RopeMatchesTheCpuBackendInBothLayouts) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (RopeLayout layout : {RopeLayout::Interleaved, RopeLayout::RotateHalf}) {
+    ModelConfig c;
+    c.head_dim = 128;
+    c.rope_theta = 500000.0f;
+    c.rope_layout = layout;
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 8.0f;
+    const RopeParams rp = RopeParams::from(c);
+    const int n = 5, nh = 4, nkv = 2, hd = 128;
+    const std::vector<int> pos{0, 1, 77, 4095, 131071};
+    const std::vector<float> q = random_floats(n * nh * hd, rng), k = random_floats(n * nkv * hd, rng);
+    // Reference: the same formula in double.
+    auto rotate = [&](std::vector<float> v, int heads) {
+      std::vector<double> out(v.begin(), v.end());
+      for (int r = 0; r < n; ++r)
+        for (int h = 0; h < heads; ++h)
+          for (int i = 0; i < hd / 2; ++i) {
+            const double a = pos[r] * rp.inv_freq[i];
+            const int ia = layout == RopeLayout::Interleaved ? 2 * i : i;
+            const int ib = layout == RopeLayout::Interleaved ? 2 * i + 1 : i + hd / 2;
+            const size_t base = (size_t(r) * heads + h) * hd;
+            const double x0 = v[base + ia], x1 = v[base + ib];
+            out[base + ia] = x0 * std::cos(a) - x1 * std::sin(a);
+            out[base + ib] = x0 * std::sin(a) + x1 * std::cos(a);
+          }
+      return out;
+    };
+    DeviceBuffer dq = to_device(q), dk = to_device(k);
+    const DeviceBuffer dpos = to_device(pos), dinv = to_device(rp.inv_freq);
+    LLMWB_CUDA(cuda::rope(dq.as<float>(), dk.as<float>(), n, nh, nkv, hd, dpos.as<int>(), dinv.as<double>(),
+                          layout == RopeLayout::Interleaved, nullptr));
+    EXPECT_LT(rel_error(to_host<float>(dq, q.size()), rotate(q, nh)), 1e-6);
+    EXPECT_LT(rel_error(to_host<float>(dk, k.size()), rotate(k, nkv)), 1e-6);
+  }
+}
+
+TEST(CudaKernels, SiluMulAddAndGatherRows) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t n = 100003;
+  const std::vector<float> g = random_floats(size_t(n), rng, 3.0f), u = random_floats(size_t(n), rng);
+  std::vector<double> ref(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
+  for (size_t i = 0; i < size_t(n); ++i) {
+    ref[i] = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
+    sum[i] = double(g[i]) + u[i];
+  }
+  DeviceBuffer dg = to_device(g), da = to_device(g);
+  const DeviceBuffer du = to_device(u);
+  LLMWB_CUDA(cuda::silu_mul(dg.as<float>(), du.as<float>(), n, nullptr));
+  EXPECT_LT(rel_error(to_host<float>(dg, size_t(n)), ref), 1e-6);
+  LLMWB_CUDA(cuda::add(da.as<float>(), du.as<float>(), n, nullptr));
+  EXPECT_LT(rel_error(to_host<float>(da, size_t(n)), sum), 1e-7);
+
+  const int width = 300;
+  const std::vector<float> src = random_floats(10 * width, rng);
+  const std::vector<int> rows{9, 0, 4};
+  const DeviceBuffer dsrc = to_device(src), drows = to_device(rows);
+  DeviceBuffer out = poisoned(3 * width);
+  LLMWB_CUDA(cuda::gather_rows(dsrc.as<float>(), drows.as<int>(), 3, width, out.as<float>(), nullptr));
+  const std::vector<float> got = to_host<float>(out, 3 * width);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(0, std::memcmp(got.data() + r * width, src.data() + rows[r] * width, width * sizeof(float)));
+}
+
+TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const int n_layers = 3, num_blocks = 6, bs = 4, kv_dim = 40;
+  const int64_t layer_stride = int64_t(num_blocks) * bs * kv_dim;
+  const size_t pool = size_t(layer_stride) * n_layers;
+  std::vector<float> hk = random_floats(pool, rng), hv = random_floats(pool, rng);
+  DeviceBuffer dk = to_device(hk), dv = to_device(hv);
+  const int n = 4;
+  const std::vector<float> k = random_floats(n * kv_dim, rng), v = random_floats(n * kv_dim, rng);
+  const std::vector<int64_t> slots{3, 17, -1, 22};   // -1: skipped
+  const DeviceBuffer dkn = to_device(k), dvn = to_device(v), ds = to_device(slots);
+  LLMWB_CUDA(cuda::store_kv(dk.as<float>(), dv.as<float>(), 1, layer_stride, dkn.as<float>(), dvn.as<float>(),
+                            ds.as<int64_t>(), n, kv_dim, nullptr));
+  for (int r = 0; r < n; ++r) {
+    if (slots[r] < 0) continue;
+    std::copy(k.begin() + r * kv_dim, k.begin() + (r + 1) * kv_dim, hk.begin() + layer_stride + slots[r] * kv_dim);
+    std::copy(v.begin() + r * kv_dim, v.begin() + (r + 1) * kv_dim, hv.begin() + layer_stride + slots[r] * kv_dim);
+  }
+  EXPECT_EQ(to_host<float>(dk, pool), hk);
+  EXPECT_EQ(to_host<float>(dv, pool), hv);
+  const std::vector<int> pairs{1, 4, 5, 0};
+  const DeviceBuffer dp = to_device(pairs);
+  LLMWB_CUDA(cuda::copy_blocks(dk.as<float>(), dv.as<float>(), n_layers, layer_stride, int64_t(bs) * kv_dim,
+                               dp.as<int>(), 2, nullptr));
+  for (int l = 0; l < n_layers; ++l)
+    for (int p = 0; p < 2; ++p) {
+      const size_t src = size_t(l * layer_stride + pairs[2 * p] * bs * kv_dim);
+      const size_t dst = size_t(l * layer_stride + pairs[2 * p + 1] * bs * kv_dim);
+      std::copy(hk.begin() + src, hk.begin() + src + bs * kv_dim, hk.begin() + dst);
+      std::copy(hv.begin() + src, hv.begin() + src + bs * kv_dim, hv.begin() + dst);
+    }
+  EXPECT_EQ(to_host<float>(dk, pool), hk);
+  EXPECT_EQ(to_host<float>(dv, pool), hv);
+}
+
+TEST(CudaKernels, ArgmaxTakesTheLowestIdOnTies) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const int rows = 5, vocab = 32003;
+  std::vector<float> l = random_floats(size_t(rows) * vocab, rng);
+  l[size_t(2) * vocab + 7] = 50.0f;   // a tie in row 2: 7 wins over 30000
+  l[size_t(2) * vocab + 30000] = 50.0f;
+  l[size_t(4) * vocab + vocab - 1] = 60.0f;   // the last id
+  const DeviceBuffer dl = to_device(l);
+  DeviceBuffer out(sizeof(int) * rows);
+  LLMWB_CUDA(cudaMemset(out.as(), 0xFF, sizeof(int) * rows));
+  LLMWB_CUDA(cuda::argmax_rows(dl.as<float>(), rows, vocab, out.as<int>(), nullptr));
+  const std::vector<int> got = to_host<int>(out, rows);
+  for (int r = 0; r < rows; ++r)
+    EXPECT_EQ(got[r], std::max_element(l.begin() + size_t(r) * vocab, l.begin() + size_t(r + 1) * vocab) -
+                          (l.begin() + size_t(r) * vocab));
+}
+
+// ---- attention --------------------------------------------------------------------------------
+
+struct AttnCase {
+  int n_heads, n_kv_heads, head_dim;
+};
+
+struct SeqSpec {
+  int start_pos, n_tokens;
+};
+
+struct AttnFixture {
+  int bs = 16, num_blocks = 0;
+  int n_rows = 0;
+  std::vector<SeqSpec> seqs;
+  std::vector<std::vector<int>> tables;
+  std::vector<float> k, v, q;   // pool (one layer) and queries
+  std::vector<int> row_pos, row_seq, seq_table, flat, tile_first, tile_rows;
+  int max_ctx = 0;
+};
+
+AttnFixture make_attention(const AttnCase& ac, std::mt19937_64& rng) {
+  AttnFixture f;
+  // A prefill from 0, a decode at 50, a chunked-prefill continuation, a long decode (split over
+  // the context) and a long prefill chunk late in a context.
+  f.seqs = {{0, 37}, {50, 1}, {20, 5}, {1500, 1}, {600, 70}};
+  int blocks_needed = 0;
+  for (auto& s : f.seqs) blocks_needed += (s.start_pos + s.n_tokens + f.bs - 1) / f.bs;
+  f.num_blocks = blocks_needed + 7;
+  std::vector<int> ids(size_t(f.num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);   // the pages of a sequence are scattered
+  size_t next = 0;
+  const int group = ac.n_heads / ac.n_kv_heads;
+  const int tile = cuda::attention_tile_rows(group);
+  for (size_t s = 0; s < f.seqs.size(); ++s) {
+    const SeqSpec& sp = f.seqs[s];
+    const int ctx = sp.start_pos + sp.n_tokens;
+    f.max_ctx = std::max(f.max_ctx, ctx);
+    std::vector<int> t;
+    for (int b = 0; b < (ctx + f.bs - 1) / f.bs; ++b) t.push_back(ids[next++]);
+    f.seq_table.push_back(static_cast<int>(f.flat.size()));
+    f.flat.insert(f.flat.end(), t.begin(), t.end());
+    f.tables.push_back(t);
+    for (int i = 0; i < sp.n_tokens; i += tile) {
+      f.tile_first.push_back(f.n_rows + i);
+      f.tile_rows.push_back(std::min(tile, sp.n_tokens - i));
+    }
+    for (int i = 0; i < sp.n_tokens; ++i) {
+      f.row_pos.push_back(sp.start_pos + i);
+      f.row_seq.push_back(static_cast<int>(s));
+    }
+    f.n_rows += sp.n_tokens;
+  }
+  const size_t kv_dim = size_t(ac.n_kv_heads) * ac.head_dim;
+  f.k = random_floats(size_t(f.num_blocks) * f.bs * kv_dim, rng);
+  f.v = random_floats(size_t(f.num_blocks) * f.bs * kv_dim, rng);
+  f.q = random_floats(size_t(f.n_rows) * ac.n_heads * ac.head_dim, rng);
+  return f;
+}
+
+// Float64 softmax attention; `weights` gets [row][head][0..pos] when given.
+std::vector<double> reference_attention(const AttnCase& ac, const AttnFixture& f,
+                                        std::vector<std::vector<double>>* weights = nullptr) {
+  const int hd = ac.head_dim, group = ac.n_heads / ac.n_kv_heads;
+  const size_t kv_dim = size_t(ac.n_kv_heads) * hd;
+  const double scale = 1.0 / std::sqrt(double(hd));
+  std::vector<double> out(size_t(f.n_rows) * ac.n_heads * hd);
+  for (int r = 0; r < f.n_rows; ++r) {
+    const std::vector<int>& table = f.tables[size_t(f.row_seq[size_t(r)])];
+    const int ctx = f.row_pos[size_t(r)] + 1;
+    for (int h = 0; h < ac.n_heads; ++h) {
+      const int kvh = h / group;
+      std::vector<double> s(static_cast<size_t>(ctx));
+      double mx = -INFINITY;
+      for (int j = 0; j < ctx; ++j) {
+        const size_t slot = size_t(table[size_t(j / f.bs)]) * f.bs + j % f.bs;
+        double d = 0;
+        for (int e = 0; e < hd; ++e)
+          d += double(f.q[(size_t(r) * ac.n_heads + h) * hd + e]) * f.k[slot * kv_dim + size_t(kvh) * hd + e];
+        s[size_t(j)] = d * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += x = std::exp(x - mx);
+      for (double& x : s) x /= sum;
+      for (int j = 0; j < ctx; ++j) {
+        const size_t slot = size_t(table[size_t(j / f.bs)]) * f.bs + j % f.bs;
+        for (int e = 0; e < hd; ++e)
+          out[(size_t(r) * ac.n_heads + h) * hd + e] += s[size_t(j)] * f.v[slot * kv_dim + size_t(kvh) * hd + e];
+      }
+      if (weights) weights->push_back(s);
+    }
+  }
+  return out;
+}
+
+TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  // MHA, GQA groups of 4, 8 and 16, head sizes 32..256, and head_dim 8 (stories260K: the naive
+  // kernel).
+  const std::vector<AttnCase> cases{{8, 8, 64}, {8, 2, 128}, {32, 4, 64}, {4, 1, 256}, {16, 1, 32}, {8, 8, 8}};
+  for (const AttnCase& ac : cases) {
+    const AttnFixture f = make_attention(ac, rng);
+    const std::vector<double> ref = reference_attention(ac, f);
+    const DeviceBuffer dk = to_device(f.k), dv = to_device(f.v), dq = to_device(f.q), dpos = to_device(f.row_pos),
+                       dseq = to_device(f.row_seq), dst = to_device(f.seq_table), dflat = to_device(f.flat),
+                       dtf = to_device(f.tile_first), dtr = to_device(f.tile_rows);
+    cuda::AttentionBatch b;
+    b.n_rows = f.n_rows;
+    b.row_pos = dpos.as<int>();
+    b.row_seq = dseq.as<int>();
+    b.seq_table = dst.as<int>();
+    b.tables = dflat.as<int>();
+    b.n_tiles = static_cast<int>(f.tile_first.size());
+    b.tile_first = dtf.as<int>();
+    b.tile_rows = dtr.as<int>();
+    b.max_ctx = f.max_ctx;
+    cuda::AttentionShape sh{ac.n_heads, ac.n_kv_heads, ac.head_dim, f.bs, 1.0f / std::sqrt(float(ac.head_dim))};
+    const size_t n_out = size_t(f.n_rows) * ac.n_heads * ac.head_dim;
+    // num_sms 1 gives one split; 132 (an H200) and 4096 split long contexts several ways.
+    for (int sms : {1, 132, 4096}) {
+      DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, cuda::attention_workspace_floats(b, sh, sms))));
+      LLMWB_CUDA(cudaMemset(ws.as(), 0xFF, ws.bytes()));
+      DeviceBuffer out = poisoned(n_out);
+      LLMWB_CUDA(cuda::attention(dq.as<float>(), dk.as<float>(), dv.as<float>(), b, sh, ws.as<float>(), sms,
+                                 out.as<float>(), nullptr));
+      EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5)
+          << ac.n_heads << "/" << ac.n_kv_heads << " heads, head_dim " << ac.head_dim << ", sms " << sms;
+    }
+    // The naive kernel, recording the weights of sequence 4's rows.
+    std::vector<std::vector<double>> wref;
+    (void)reference_attention(ac, f, &wref);
+    int first = 0;
+    for (size_t s = 0; s < 4; ++s) first += f.seqs[s].n_tokens;
+    const int nw = f.seqs[4].n_tokens, stride = f.seqs[4].start_pos + nw;
+    DeviceBuffer weights = poisoned(size_t(nw) * ac.n_heads * stride);
+    DeviceBuffer out = poisoned(n_out);
+    LLMWB_CUDA(cuda::attention_naive(dq.as<float>(), dk.as<float>(), dv.as<float>(), b, sh, out.as<float>(),
+                                     weights.as<float>(), first, nw, stride, nullptr));
+    EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << "naive, head_dim " << ac.head_dim;
+    const std::vector<float> w = to_host<float>(weights, size_t(nw) * ac.n_heads * stride);
+    for (int i = 0; i < nw; ++i)
+      for (int h = 0; h < ac.n_heads; ++h) {
+        const std::vector<double>& rw = wref[size_t(first + i) * ac.n_heads + h];
+        const std::vector<float> got(w.begin() + (size_t(i) * ac.n_heads + h) * stride,
+                                     w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
+        ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h;
+      }
+  }
+}
+
+}  // namespace
