@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -7,10 +8,16 @@
 
 namespace llmwb::test {
 
-std::string shared_path(const std::string& rel) { return std::string(LLMWB_SHARED_DIR) + "/" + rel; }
+// The environment may move both folders (tests/gpu/run-device.sh runs binaries built elsewhere).
+static std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string shared_path(const std::string& rel) { return env_or("LLMWB_SHARED_DIR", LLMWB_SHARED_DIR) + "/" + rel; }
 
 std::string scratch_dir(const std::string& name) {
-  std::filesystem::path p = std::filesystem::path(LLMWB_TEST_TMP) / name;
+  std::filesystem::path p = std::filesystem::path(env_or("LLMWB_TEST_TMP", LLMWB_TEST_TMP)) / name;
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();

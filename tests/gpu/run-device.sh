@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run-device.sh OUT_DIR — every GPU check and benchmark of the CUDA backend in one run, under
+# 10 minutes on an H200 (the device tool's machine). Writes into OUT_DIR (at most 8 files, as
+# the device tool returns them): summary.md (the table, also printed last), summary.json,
+# tests.log, gpu-bench.json, bench.log, sdpa.json, build.log, env.txt.
+#
+# Binaries: from $LLMWB_GPU_PACK (default ./gpu-pack, made by tests/gpu/pack-for-device.sh on a
+# machine with the build dependencies, carried along), else built here into ./build-gpu.
+# Models: stories260K from the pack or ../shared; random-weight TinyLlama-1.1B and Llama-2-7B
+# shaped models are made on the spot (llmwb-cli make-model) under $LLMWB_GPU_MODELS (/tmp).
+set -uo pipefail
+OUT="$(mkdir -p "${1:?usage: tests/gpu/run-device.sh OUT_DIR}" && cd "$1" && pwd)"
+cd "$(dirname "$0")/../.."
+ROOT="$PWD"
+T0=$(date +%s)
+BUDGET=${LLMWB_GPU_BUDGET_S:-540}   # skip the 7B benchmarks when less than their time is left
+PACK="${LLMWB_GPU_PACK:-$ROOT/gpu-pack}"
+MODELS="${LLMWB_GPU_MODELS:-/tmp/llmwb-gpu-models}"
+export LD_LIBRARY_PATH="$PACK/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+export LLMWB_TEST_TMP=/tmp/llmwb-gpu-tmp
+mkdir -p "$MODELS" "$LLMWB_TEST_TMP"
+elapsed() { echo $(( $(date +%s) - T0 )); }
+log() { echo "[$(elapsed)s] $*" | tee -a "$OUT/env.txt"; }
+
+{ nvidia-smi; nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv; } >> "$OUT/env.txt" 2>&1 || true
+
+# ---- binaries ----
+BIN=""
+if [ -x "$PACK/bin/llmwb-cli" ] && "$PACK/bin/llmwb-cli" --help > /dev/null 2>&1 &&
+   "$PACK/bin/test_cuda_kernels" --gtest_list_tests > /dev/null 2>&1; then
+  BIN="$PACK/bin"
+  log "using the prebuilt binaries in $BIN"
+else
+  log "building from source (no usable pack at $PACK)"
+  if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMWB_BUILD_GUI=OFF > "$OUT/build.log" 2>&1 &&
+     ninja -C build-gpu -j"$(nproc)" llmwb-cli test_cuda_kernels test_cuda_model test_backend_choice >> "$OUT/build.log" 2>&1; then
+    mkdir -p build-gpu/bin
+    cp build-gpu/app/llmwb-cli build-gpu/tests/gpu/test_cuda_* build-gpu/tests/test_backend_choice build-gpu/bin/
+    BIN="$ROOT/build-gpu/bin"
+  else
+    log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1
+  fi
+fi
+CLI="$BIN/llmwb-cli"
+SHARED="${LLMWB_SHARED_DIR:-}"
+for d in "$PACK/shared" ../shared shared; do
+  if [ -z "$SHARED" ] && [ -f "$d/models/stories260K/stories260K.gguf" ]; then SHARED="$(cd "$d" && pwd)"; fi
+done
+export LLMWB_SHARED_DIR="$SHARED"
+log "shared models: ${SHARED:-none found}"
+
+# ---- correctness: the gpu tests ----
+for t in test_cuda_kernels test_cuda_model test_backend_choice; do
+  log "running $t"
+  echo "===== $t" >> "$OUT/tests.log"
+  timeout 300 "$BIN/$t" >> "$OUT/tests.log" 2>&1
+  echo "===== $t exit $?" >> "$OUT/tests.log"
+done
+
+# ---- ceilings and kernels ----
+log "gpu-bench"
+timeout 180 "$CLI" gpu-bench --json > "$OUT/gpu-bench.json" 2>> "$OUT/bench.log" || log "gpu-bench failed"
+
+log "PyTorch SDPA baseline"
+PYTHONUNBUFFERED=1 timeout 120 python3 tests/gpu/sdpa_bench.py > "$OUT/sdpa.json" 2>> "$OUT/bench.log" || log "sdpa failed"
+
+# ---- the engine on random-weight models ----
+bench_model() {   # name file extra-flags...
+  local name="$1" file="$2"; shift 2
+  log "bench $name"
+  echo "===== bench $name" >> "$OUT/bench.log"
+  timeout 240 "$CLI" bench --backend cuda --model "$file" -p 512 -n 128 -r 3 --json "$@" >> "$OUT/bench.log" 2>&1 ||
+    echo "===== bench $name failed" >> "$OUT/bench.log"
+}
+TOKENIZER=()
+[ -f "$SHARED/models/llama2-tokenizer/tokenizer.model" ] && TOKENIZER=(--tokenizer "$SHARED/models/llama2-tokenizer/tokenizer.model")
+make_model() {   # file make-model-flags...
+  local file="$1"; shift
+  [ -f "$file" ] && return 0
+  log "make-model $*"
+  timeout 300 "$CLI" make-model "$@" --dtype f16 "${TOKENIZER[@]}" --out "$file" >> "$OUT/bench.log" 2>&1
+}
+TINY="$MODELS/tinyllama-1.1b-f16.gguf"
+make_model "$TINY" --arch tinyllama-1.1b
+bench_model tinyllama-1.1b-f16 "$TINY"
+bench_model tinyllama-1.1b-int8 "$TINY" --quantize int8
+log "serve-bench (throughput at 1, 8, 64, 256 sequences)"
+echo "===== serve-bench tinyllama-1.1b-f16" >> "$OUT/bench.log"
+timeout 240 "$CLI" serve-bench --backend cuda --model "$TINY" --concurrency 1,8,64,256 --input-len 32 --output-len 64 \
+  --max-batched-tokens 2048 --json >> "$OUT/bench.log" 2>&1 || echo "===== serve-bench failed" >> "$OUT/bench.log"
+# Llama-2-7B: the whole model when there is time to write its 13.5 GB of random weights
+# (make-model is single-threaded), else the same shape with 8 of its 32 layers: per-token
+# bandwidth and GEMM efficiency are per-layer properties, and the summary names which ran.
+if [ "$(elapsed)" -lt $((BUDGET - 330)) ]; then L7_LAYERS=32; else L7_LAYERS=8; fi
+if [ "$(elapsed)" -lt $((BUDGET - 120)) ]; then
+  L7="$MODELS/llama2-7b-${L7_LAYERS}l-f16.gguf"
+  make_model "$L7" --arch custom --name "llama2-7b-${L7_LAYERS}l" --dim 4096 --layers "$L7_LAYERS" --heads 32 \
+    --ffn 11008 --vocab 32000 --ctx 4096 && bench_model "llama2-7b-${L7_LAYERS}l-f16" "$L7"
+  [ "$(elapsed)" -lt $((BUDGET - 60)) ] && bench_model "llama2-7b-${L7_LAYERS}l-int8" "$L7" --quantize int8
+else
+  log "skipping llama2-7b: $(elapsed)s used of ${BUDGET}s"
+fi
+
+log "summary"
+python3 tests/gpu/summarize.py "$OUT"
+log "done"

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Reads what run-device.sh wrote into OUT_DIR and writes summary.md and summary.json: the
+ceilings, the kernels against them, the engine's decode / prefill / throughput figures
+against the issue's targets, and the test results. Prints summary.md."""
+import json
+import os
+import re
+import sys
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return []
+
+
+def sections(path):
+    """'===== NAME' headed sections of a log, each with the first JSON array found in it."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return {}
+    out = {}
+    parts = re.split(r"^===== (.*)$", text, flags=re.M)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        i = body.find("[")
+        while i >= 0:
+            try:
+                out[name.strip()] = json.JSONDecoder().raw_decode(body[i:])[0]
+                break
+            except ValueError:
+                i = body.find("[", i + 1)
+    return out
+
+
+def main():
+    out_dir = sys.argv[1]
+    figs = {f["name"]: f for f in load_json(os.path.join(out_dir, "gpu-bench.json"))}
+    sdpa = {f["name"]: f for f in load_json(os.path.join(out_dir, "sdpa.json"))}
+    logs = sections(os.path.join(out_dir, "bench.log"))
+    summary = {"ceilings": {}, "kernels": {}, "engine": {}, "targets": {}, "tests": {}}
+    lines = ["# CUDA backend on the device", ""]
+
+    copy = figs.get("copy_bandwidth", {}).get("value")
+    gemm = figs.get("gemm_bf16", {}).get("value")
+    summary["ceilings"] = {"copy_GBps": copy, "gemm_bf16_TFLOPs": gemm}
+    lines += ["| ceiling | value |", "|---|---:|",
+              f"| device copy bandwidth (read + write) | {copy or 0:.0f} GB/s |",
+              f"| cuBLAS bf16 GEMM | {gemm or 0:.0f} TFLOP/s |", ""]
+
+    lines += ["| kernel | value | fraction of ceiling |", "|---|---:|---:|"]
+    for name, f in figs.items():
+        if name in ("copy_bandwidth", "gemm_bf16"):
+            continue
+        ceil = copy if f["unit"] == "GB/s" else gemm
+        frac = f["value"] / ceil if ceil else 0
+        summary["kernels"][name] = {"value": f["value"], "unit": f["unit"], "ms": f["ms"], "fraction": frac}
+        lines.append(f"| {name} | {f['value']:.1f} {f['unit']} | {frac:.2f} |")
+    for name, f in sdpa.items():
+        summary["kernels"][name] = {"value": f["value"], "unit": f["unit"], "ms": f["ms"]}
+        lines.append(f"| {name} (PyTorch) | {f['value']:.1f} {f['unit']} | |")
+    lines.append("")
+
+    lines += ["| model | test | tok/s | limit | fraction | target |", "|---|---|---:|---:|---:|---|"]
+    for sec, arr in logs.items():
+        if not sec.startswith("bench "):
+            continue
+        model = sec[len("bench "):]
+        for r in arr:
+            ts = r.get("median_ts", 0)
+            entry = {"tok_s": ts, "model_size": r.get("model_size"), "n_params": r.get("model_n_params")}
+            if r.get("n_gen", 0) > 0 and copy:
+                limit = copy * 1e9 / max(1, r.get("model_size", 1))   # every weight byte read once per token
+                entry.update(limit=limit, fraction=ts / limit, target=0.75)
+                lines.append(f"| {model} | {r['test']} | {ts:.1f} | {limit:.1f} | {ts / limit:.2f} | >= 0.75 of bandwidth |")
+            elif r.get("n_prompt", 0) > 0 and gemm:
+                tflops = ts * 2 * r.get("model_n_params", 0) / 1e12
+                entry.update(tflops=tflops, fraction=tflops / gemm, target=0.5)
+                lines.append(f"| {model} | {r['test']} | {ts:.1f} | {gemm * 1e12 / (2 * max(1, r.get('model_n_params', 1))):.1f} "
+                             f"| {tflops / gemm:.2f} | >= 0.5 of GEMM |")
+            summary["engine"][f"{model} {r.get('test')}"] = entry
+    lines.append("")
+
+    sb = logs.get("serve-bench tinyllama-1.1b-f16", [])
+    if sb:
+        base = sb[0].get("decode_tokens_per_s", 0)
+        lines += ["| concurrent sequences | decode tok/s | x batch-1 |", "|---:|---:|---:|"]
+        for r in sb:
+            tps = r.get("decode_tokens_per_s", 0)
+            lines.append(f"| {r.get('concurrency')} | {tps:.0f} | {tps / base if base else 0:.1f} |")
+            summary["engine"][f"throughput c{r.get('concurrency')}"] = {"decode_tok_s": tps, "speedup": tps / base if base else 0}
+        lines.append("")
+
+    try:
+        tests = open(os.path.join(out_dir, "tests.log")).read()
+    except OSError:
+        tests = ""
+    for m in re.finditer(r"^===== (\S+) exit (\d+)$", tests, flags=re.M):
+        summary["tests"][m.group(1)] = int(m.group(2))
+    passed = len(re.findall(r"^\[       OK \]", tests, flags=re.M))
+    failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+)", tests, flags=re.M)))
+    skipped = len(re.findall(r"^\[  SKIPPED \] \S+ \(", tests, flags=re.M))
+    summary["tests"].update(passed=passed, failed=failed, skipped=skipped)
+    lines += [f"tests: {passed} passed, {len(failed)} failed, {skipped} skipped"] + [f"  FAILED {t}" for t in failed]
+
+    try:
+        bench_log = open(os.path.join(out_dir, "bench.log")).read()
+    except OSError:
+        bench_log = ""
+    broken = re.findall(r"^===== (.*) failed$", bench_log, flags=re.M)
+    if not figs:
+        broken.insert(0, "gpu-bench")
+    if not sdpa:
+        broken.append("sdpa")
+    summary["failed_benchmarks"] = broken
+    if broken:
+        lines.append("benchmarks that failed (see bench.log): " + ", ".join(broken))
+
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out_dir, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
