@@ -128,10 +128,17 @@ unsigned col_blocks(int64_t cols) {
 
 }  // namespace
 
+// Kernels with one grid row per token launch in chunks of at most 65535 tokens (grid.y's limit).
+constexpr int kMaxGridY = 65535;
+
 cudaError_t embed(const DeviceMatrix& table, const int* tokens, int n_rows, float* out, cudaStream_t s) {
-  if (n_rows <= 0) return cudaSuccess;
-  embed_kernel<<<dim3(col_blocks(table.cols), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(table, tokens, n_rows, out);
-  return cudaGetLastError();
+  for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
+    const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
+    embed_kernel<<<dim3(col_blocks(table.cols), static_cast<unsigned>(n)), kThreads, 0, s>>>(table, tokens + r0, n,
+                                                                                            out + int64_t(r0) * table.cols);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out, cudaStream_t s) {
@@ -169,22 +176,31 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
 }
 
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s) {
-  if (n_rows <= 0) return cudaSuccess;
-  gather_rows_kernel<<<dim3(col_blocks(width), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(src, rows, width, dst);
-  return cudaGetLastError();
+  for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
+    const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
+    gather_rows_kernel<<<dim3(col_blocks(width), static_cast<unsigned>(n)), kThreads, 0, s>>>(src, rows + r0, width,
+                                                                                             dst + int64_t(r0) * width);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t store_kv(float* k_pool, float* v_pool, int layer, int64_t layer_stride, const float* k, const float* v,
                      const int64_t* slots, int n_rows, int kv_dim, cudaStream_t s) {
-  if (n_rows <= 0) return cudaSuccess;
-  store_kv_kernel<<<dim3(col_blocks(kv_dim), static_cast<unsigned>(n_rows)), kThreads, 0, s>>>(
-      k_pool, v_pool, int64_t(layer) * layer_stride, k, v, slots, kv_dim);
-  return cudaGetLastError();
+  for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
+    const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
+    store_kv_kernel<<<dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s>>>(
+        k_pool, v_pool, int64_t(layer) * layer_stride, k + int64_t(r0) * kv_dim, v + int64_t(r0) * kv_dim, slots + r0,
+        kv_dim);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t layer_stride, int64_t block_elems,
                         const int* pairs, int n_pairs, cudaStream_t s) {
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
+  if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
   copy_blocks_kernel<<<dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)),
                        kThreads, 0, s>>>(k_pool, v_pool, layer_stride, block_elems, pairs);
   return cudaGetLastError();

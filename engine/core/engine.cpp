@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_model.h"
+#include "core/trace_range.h"
 #include "kv/block_manager.h"
 #include "kv/kv_cache.h"
 #include "llmwb/errors.h"
@@ -442,7 +443,11 @@ std::vector<RequestOutput> Engine::step() {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
   const std::vector<Sequence*> was_waiting(m.sched->waiting().begin(), m.sched->waiting().end());
-  SchedulerOutput so = m.sched->schedule();
+  TraceRange step_range("step");
+  SchedulerOutput so = [&] {
+    TraceRange r("schedule");
+    return m.sched->schedule();
+  }();
   const double t_sched = seconds_since(t0);
   m.so_prefill_seqs = m.so_decode_seqs = 0;
   for (const ScheduledSeq& ss : so.scheduled) {
@@ -459,6 +464,7 @@ std::vector<RequestOutput> Engine::step() {
   double t_fwd = 0, t_sample = 0;
   if (!so.empty()) {
     if (m.device) {
+      TraceRange r("copy blocks");
       std::vector<std::pair<int, int>> pairs;
       for (const BlockCopy& c : so.copies) pairs.emplace_back(c.src, c.dst);
       m.device->copy_blocks(pairs);
@@ -483,14 +489,17 @@ std::vector<RequestOutput> Engine::step() {
     m.logits.resize(static_cast<size_t>(batch.num_logit_rows) * vocab);
     AttentionRecord rec;
     const auto t1 = Clock::now();
+    std::optional<TraceRange> fwd_range(std::in_place, "forward");
     if (m.device)
       m.device->forward(batch, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
     else
       m.model->forward(batch, *m.kv, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
     t_fwd = seconds_since(t1);
+    fwd_range.reset();
     if (m.capture && !rec.rows.empty()) m.record_attention(rec);
 
     const auto t2 = Clock::now();
+    TraceRange sample_range("sample");
     // Advance every scheduled sequence first (the forward wrote their K/V) ...
     std::vector<std::pair<Sequence*, int>> to_sample;
     for (size_t i = 0; i < so.scheduled.size(); ++i) {
