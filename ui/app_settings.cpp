@@ -11,6 +11,7 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   EngineConfig c;
   c.model = model.toStdString();
   c.tokenizer = tokenizer.toStdString();
+  c.backend = backend.toStdString();
   // "Automatic" leaves one core to the GUI thread: with every core in the engine's thread pool,
   // each millisecond spent painting would hold up a whole parallel step at its barrier.
   c.threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()) - 1);
@@ -27,6 +28,7 @@ AppSettings AppSettings::load() {
   QSettings s;
   AppSettings a;
   s.beginGroup("engine");
+  a.backend = s.value("backend", a.backend).toString();
   a.threads = s.value("threads", a.threads).toInt();
   a.block_size = s.value("block_size", a.block_size).toInt();
   a.max_num_seqs = s.value("max_num_seqs", a.max_num_seqs).toInt();
@@ -43,6 +45,7 @@ AppSettings AppSettings::load() {
 void AppSettings::save() const {
   QSettings s;
   s.beginGroup("engine");
+  s.setValue("backend", backend);
   s.setValue("threads", threads);
   s.setValue("block_size", block_size);
   s.setValue("max_num_seqs", max_num_seqs);

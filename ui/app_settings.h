@@ -10,6 +10,7 @@ namespace llmwb::ui {
 
 struct AppSettings {
   // Engine configuration applied when a model is opened.
+  QString backend = "cpu";  // EngineConfig::backend: "cpu" or "cuda"
   int threads = 0;  // 0 = automatic: all cores but one
   int block_size = 16;
   int max_num_seqs = 64;

@@ -6,13 +6,17 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
+
+#include "llmwb/backends.h"
 
 namespace llmwb::ui {
 
 SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
     : QDialog(parent),
       base_(s),
+      backend_(new QComboBox(this)),
       threads_(new QSpinBox(this)),
       block_size_(new QSpinBox(this)),
       max_num_seqs_(new QSpinBox(this)),
@@ -23,6 +27,22 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
       step_delay_(new QSpinBox(this)),
       theme_(new QComboBox(this)) {
   setWindowTitle(tr("Settings"));
+  // A backend this build or machine cannot run stays listed, disabled, with the reason as its
+  // tooltip (e.g. "no CUDA device is present").
+  for (const BackendInfo& b : list_backends()) {
+    backend_->addItem(QString::fromStdString(b.label), QString::fromStdString(b.name));
+    const int i = backend_->count() - 1;
+    if (!b.available) {
+      if (auto* m = qobject_cast<QStandardItemModel*>(backend_->model())) m->item(i)->setEnabled(false);
+      backend_->setItemData(i, QString::fromStdString(b.reason), Qt::ToolTipRole);
+    }
+  }
+  {
+    const int i = backend_->findData(s.backend);
+    auto* m = qobject_cast<QStandardItemModel*>(backend_->model());
+    const bool usable = i >= 0 && (!m || m->item(i)->isEnabled());
+    backend_->setCurrentIndex(usable ? i : 0);
+  }
   threads_->setRange(0, 1024);
   threads_->setSpecialValueText(tr("automatic (all cores but one)"));
   threads_->setValue(s.threads);
@@ -51,6 +71,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
 
   auto* engine = new QGroupBox(tr("Engine (applied when a model is opened)"), this);
   auto* ef = new QFormLayout(engine);
+  ef->addRow(tr("Backend"), backend_);
   ef->addRow(tr("CPU threads"), threads_);
   ef->addRow(tr("KV block size (tokens)"), block_size_);
   ef->addRow(tr("Max sequences per step"), max_num_seqs_);
@@ -73,6 +94,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
 
 AppSettings SettingsDialog::settings() const {
   AppSettings s = base_;
+  s.backend = backend_->currentData().toString();
   s.threads = threads_->value();
   s.block_size = block_size_->value();
   s.max_num_seqs = max_num_seqs_->value();

@@ -17,9 +17,11 @@ class SettingsDialog : public QDialog {
  public:
   explicit SettingsDialog(const AppSettings& settings, QWidget* parent = nullptr);
   AppSettings settings() const;
+  QComboBox* backend_box() const { return backend_; }
 
  private:
   AppSettings base_;
+  QComboBox* backend_;
   QSpinBox* threads_;
   QSpinBox* block_size_;
   QSpinBox* max_num_seqs_;

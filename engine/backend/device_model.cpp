@@ -2,6 +2,7 @@
 // toolkit they report why the backend is missing instead of failing to link.
 #include "backend/device_model.h"
 
+#include "llmwb/backends.h"
 #include "llmwb/errors.h"
 
 #if LLMWB_HAVE_CUDA
@@ -32,6 +33,18 @@ std::string cuda_unavailable_reason() {
 #else
   return "this build has no CUDA backend (the CUDA toolkit was not found, or LLMWB_ENABLE_CUDA=OFF)";
 #endif
+}
+
+std::vector<BackendInfo> list_backends() {
+  std::vector<BackendInfo> v;
+  v.push_back({"cpu", "CPU", true, {}});
+  BackendInfo cuda{"cuda", "CUDA", false, cuda_unavailable_reason()};
+  cuda.available = cuda.reason.empty();
+#if LLMWB_HAVE_CUDA
+  if (cuda.available) cuda.label = "CUDA (" + cuda::device_name() + ")";
+#endif
+  v.push_back(cuda);
+  return v;
 }
 
 std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights) {

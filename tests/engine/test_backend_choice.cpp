@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/device_model.h"
+#include "llmwb/backends.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "support/test_support.h"
@@ -50,6 +51,20 @@ TEST(BackendChoice, BuildReportsCudaConsistently) {
   } else if (cuda_device_count() == 0) {
     EXPECT_FALSE(cuda_unavailable_reason().empty());
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(BackendChoice, ListBackendsNamesCpuFirstAndCudaWithItsReason) {
+  const auto b = list_backends();
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].name, "cpu");
+  EXPECT_TRUE(b[0].available);
+  EXPECT_EQ(b[1].name, "cuda");
+  EXPECT_EQ(b[1].available, cuda_unavailable_reason().empty());
+  EXPECT_EQ(b[1].reason, cuda_unavailable_reason());
 }
 
 }  // namespace

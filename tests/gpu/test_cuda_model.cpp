@@ -5,6 +5,7 @@
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_model.h"
 #include "backend/device_model.h"
 #include "gpu_test.h"
 #include "kv/kv_cache.h"
@@ -96,6 +97,55 @@ TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
   }
   // head_dim 64, multi-head.
   EXPECT_LT(max_logits_error(make_random_model(DType::F32, 256, 384, 4, 4, 300, 8)), 1e-4);
+}
+
+// Decode steps replayed from CUDA graphs (padded to a power-of-two batch, attention split for
+// a context bucket) give the logits of eager launches: 3 sequences (GEMV path, bucket 4) and
+// 11 (cuBLAS path, bucket 16), over contexts that cross a bucket boundary (256 -> 512).
+TEST(CudaModel, GraphReplayedDecodeStepsMatchEagerLaunches) {
+  LLMWB_REQUIRE_GPU();
+  for (DType t : {DType::F16, DType::Q8_0}) {
+    auto file = load_model_file(make_random_model(t, 256, 512, 8, 2, 700, 11));
+    const ModelConfig& c = file->config;
+    const LlamaWeights w = LlamaWeights::bind(*file);
+    for (int n_seqs : {3, 11}) {
+      cuda::CudaModel graphs(c, w), eager(c, w);
+      graphs.set_use_graphs(true);
+      eager.set_use_graphs(false);
+      const int bs = 16, per_seq = 20;   // 320 positions per sequence
+      graphs.allocate_kv(n_seqs * per_seq, bs);
+      eager.allocate_kv(n_seqs * per_seq, bs);
+      std::vector<std::vector<int>> tables(size_t(n_seqs));
+      for (int s = 0; s < n_seqs; ++s)
+        for (int b = 0; b < per_seq; ++b) tables[size_t(s)].push_back(b * n_seqs + s);
+      std::mt19937_64 rng(std::random_device{}());
+      std::uniform_int_distribution<int> tok(0, c.vocab_size - 1);
+      // Prefill 250 tokens each (eager on both), then 12 decode steps reaching position 261.
+      int pos = 0;
+      for (int step = 0; step < 13; ++step) {
+        const int n_new = step == 0 ? 250 : 1;
+        ForwardBatch b;
+        for (int s = 0; s < n_seqs; ++s) {
+          ForwardSeq fs;
+          fs.first = static_cast<int>(b.tokens.size());
+          fs.start_pos = pos;
+          fs.n_tokens = n_new;
+          fs.block_table = &tables[size_t(s)];
+          fs.logits_row = b.num_logit_rows++;
+          for (int i = 0; i < n_new; ++i) b.tokens.push_back(tok(rng));
+          b.seqs.push_back(fs);
+        }
+        std::vector<float> lg(size_t(n_seqs) * c.vocab_size, NAN), le(lg.size(), NAN);
+        graphs.forward(b, lg.data(), -1, nullptr);
+        eager.forward(b, le.data(), -1, nullptr);
+        ASSERT_LT(rel_error(lg, le), 1e-5) << dtype_name(t) << ", " << n_seqs << " sequences, step " << step;
+        pos += n_new;
+      }
+      EXPECT_TRUE(graphs.use_graphs()) << "capture failed and graphs were turned off";
+      EXPECT_GE(graphs.num_graphs(), 2u) << "one graph per context bucket (256, 512)";
+      EXPECT_EQ(eager.num_graphs(), 0u);
+    }
+  }
 }
 
 std::string reference_text() {

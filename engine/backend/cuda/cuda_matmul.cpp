@@ -1,9 +1,21 @@
 #include "backend/cuda/cuda_matmul.h"
 
+#include <algorithm>
+
 namespace llmwb::cuda {
 
 CudaMatmul::CudaMatmul(cudaStream_t stream) : stream_(stream) {
   LLMWB_CUDA(cublasSetStream(cublas_.get(), stream_));
+  // A workspace of our own: cuBLAS then allocates nothing inside a graph capture.
+  workspace_.grow(size_t(32) << 20);
+  LLMWB_CUDA(cublasSetWorkspace(cublas_.get(), workspace_.as(), workspace_.bytes()));
+}
+
+void CudaMatmul::reserve(int n, int64_t w1, int64_t w2, int64_t w3, int64_t w4, int64_t max_elems) {
+  if (n <= kGemvMaxRows) return;   // the GEMV needs no scratch
+  const int64_t w = std::max({w1, w2, w3, w4});
+  half_x_.grow(size_t(n) * size_t(w) * 2);
+  half_w_.grow(size_t(max_elems) * 2);
 }
 
 void CudaMatmul::run(const DeviceMatrix& W, const float* x, int n, float* y) {

@@ -6,6 +6,8 @@
 // activations rounded to the same type, quantized weights dequantized to fp16 first.
 #pragma once
 
+#include <utility>
+
 #include "backend/cuda/cuda_resources.h"
 #include "llmwb_kernels.h"
 
@@ -16,13 +18,18 @@ class CudaMatmul {
   explicit CudaMatmul(cudaStream_t stream);
   // x: n_rows x W.cols, y: n_rows x W.rows (device, fp32).
   void run(const DeviceMatrix& W, const float* x, int n_rows, float* y);
+  // Sizes the scratch buffers for n_rows tokens and matrices up to these widths and element
+  // count, so that run() allocates nothing (required while a CUDA graph is being captured).
+  void reserve(int n_rows, int64_t w1, int64_t w2, int64_t w3, int64_t w4, int64_t max_matrix_elems);
+  // The scratch buffers' addresses (they move when they grow).
+  std::pair<const void*, const void*> scratch() const { return {half_x_.as(), half_w_.as()}; }
   // The cuBLAS path for any row count (tests compare it with the GEMV).
   void run_gemm(const DeviceMatrix& W, const float* x, int n_rows, float* y);
 
  private:
   cudaStream_t stream_;
   CublasHandle cublas_;
-  DeviceBuffer half_x_, half_w_;
+  DeviceBuffer half_x_, half_w_, workspace_;
 };
 
 }  // namespace llmwb::cuda

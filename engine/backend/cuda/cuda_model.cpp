@@ -46,6 +46,15 @@ std::string unavailable_reason() {
   return {};
 }
 
+std::string device_name() {
+  cudaDeviceProp p{};
+  if (device_count() == 0 || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {};
+  }
+  return p.name;
+}
+
 bool device_wtype(DType t, WType* out) {
   switch (t) {
     case DType::F32: *out = WType::F32; return true;
@@ -68,6 +77,7 @@ size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
 CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w) : c_(config), mm_(stream_.get()) {
+  if (const char* e = std::getenv("LLMWB_CUDA_GRAPHS"); e && std::string(e) == "0") use_graphs_ = false;
   LLMWB_CUDA(cudaSetDevice(device_));
   LLMWB_CUDA(cudaGetDeviceProperties(&prop_, device_));
   NvtxRange range("upload weights");
@@ -97,6 +107,9 @@ DeviceMatrix CudaModel::upload(const TensorView& t) {
   m.rows = t.rows();
   m.cols = t.cols();
   if (device_wtype(t.dtype, &m.type)) {
+    // The cuBLAS path dequantizes these to fp16 scratch (CudaMatmul::reserve sizes it).
+    if (m.type != WType::F32 && m.type != WType::F16 && m.type != WType::BF16)
+      max_matrix_elems_ = std::max<int64_t>(max_matrix_elems_, m.rows * m.cols);
     m.row_bytes = static_cast<int64_t>(t.row_bytes());
     const uint64_t bytes = uint64_t(m.rows) * uint64_t(m.row_bytes);
     DeviceBuffer& b = weights_.emplace_back(bytes);
@@ -174,19 +187,23 @@ void CudaModel::ensure_rows(int n, int nl) {
   }
 }
 
-void CudaModel::upload_metadata(const ForwardBatch& batch, int record_seq) {
-  (void)record_seq;
+void CudaModel::upload_metadata(const ForwardBatch& batch, int pad_to) {
   Meta& m = meta_;
   m = Meta{};
-  m.n_rows = static_cast<int>(batch.tokens.size());
-  m.n_seqs = static_cast<int>(batch.seqs.size());
-  m.n_logit_rows = batch.num_logit_rows;
+  const int real_rows = static_cast<int>(batch.tokens.size());
+  const int real_seqs = static_cast<int>(batch.seqs.size());
+  // Padding (graph replay): rows real_rows..pad_to-1 are one-token sequences of their own at
+  // position 0, reading block 0 and writing no K/V; their outputs are never copied back.
+  const int pad = std::max(0, pad_to - real_rows);
+  m.n_rows = real_rows + pad;
+  m.n_seqs = real_seqs + pad;
+  m.n_logit_rows = batch.num_logit_rows + pad;
   const int group = c_.n_heads / c_.n_kv_heads;
   const int tile_rows = attention_tile_rows(group);
-  std::vector<int> positions(size_t(m.n_rows)), row_seq(size_t(m.n_rows)), seq_table, tables, tile_first, tile_n,
-      logit_src(size_t(m.n_logit_rows), 0);
-  std::vector<int64_t> slots(size_t(m.n_rows));
-  for (int s = 0; s < m.n_seqs; ++s) {
+  std::vector<int> tokens(batch.tokens), positions(size_t(m.n_rows), 0), row_seq(size_t(m.n_rows)), seq_table, tables,
+      tile_first, tile_n, logit_src(size_t(m.n_logit_rows), 0);
+  std::vector<int64_t> slots(size_t(m.n_rows), -1);
+  for (int s = 0; s < real_seqs; ++s) {
     const ForwardSeq& fs = batch.seqs[size_t(s)];
     const int ctx = fs.start_pos + fs.n_tokens;
     m.max_ctx = std::max(m.max_ctx, ctx);
@@ -215,44 +232,71 @@ void CudaModel::upload_metadata(const ForwardBatch& batch, int record_seq) {
       for (int i = first; i < fs.n_tokens; ++i) logit_src[size_t(fs.logits_row + i - first)] = fs.first + i;
     }
   }
+  if (pad > 0) {
+    const int zero_table = static_cast<int>(tables.size());
+    tables.push_back(0);
+    for (int i = 0; i < pad; ++i) {
+      const int row = real_rows + i;
+      tokens.push_back(0);
+      row_seq[size_t(row)] = real_seqs + i;
+      seq_table.push_back(zero_table);
+      tile_first.push_back(row);
+      tile_n.push_back(1);
+    }
+    m.max_ctx = std::max(m.max_ctx, 1);
+  }
   m.n_tiles = static_cast<int>(tile_first.size());
-  // Pack: int arrays back to back, then the int64 slots at an 8-byte boundary.
+  // Pack: the int64 slots first, then int arrays whose sizes depend only on the row, sequence,
+  // tile and logits counts, the block tables last, so that a padded decode batch of a given
+  // size always has the same offsets (the graphs bake them in).
   size_t off = 0;
-  auto place = [&](size_t count) {
+  auto place = [&](size_t count, size_t elem) {
     const size_t at = off;
-    off += sizeof(int) * count;
+    off += elem * count;
     return at;
   };
-  m.tokens = place(size_t(m.n_rows));
-  m.positions = place(size_t(m.n_rows));
-  m.row_seq = place(size_t(m.n_rows));
-  m.seq_table = place(seq_table.size());
-  m.tables = place(tables.size());
-  m.tile_first = place(tile_first.size());
-  m.tile_rows = place(tile_n.size());
-  m.logit_src = place(logit_src.size());
-  off = align_up(off, 8);
-  m.slots = off;
-  off += sizeof(int64_t) * slots.size();
+  m.slots = place(slots.size(), sizeof(int64_t));
+  m.tokens = place(tokens.size(), sizeof(int));
+  m.positions = place(positions.size(), sizeof(int));
+  m.row_seq = place(row_seq.size(), sizeof(int));
+  m.seq_table = place(seq_table.size(), sizeof(int));
+  m.tile_first = place(tile_first.size(), sizeof(int));
+  m.tile_rows = place(tile_n.size(), sizeof(int));
+  m.logit_src = place(logit_src.size(), sizeof(int));
+  m.tables = place(tables.size(), sizeof(int));
   m.bytes = std::max<size_t>(off, 8);
   h_meta_.grow(m.bytes);
-  d_meta_.grow(m.bytes);
-  auto put = [&](size_t at, const void* src, size_t n) {
-    if (n) std::memcpy(h_meta_.as<uint8_t>() + at, src, n);
+  if (m.bytes > d_meta_.bytes()) {
+    // A new device buffer moves every address a captured graph holds.
+    graphs_.clear();
+    d_meta_.grow(std::max(m.bytes, 2 * d_meta_.bytes()));
+  }
+  auto put = [&](size_t at, const auto& v) {
+    if (!v.empty()) std::memcpy(h_meta_.as<uint8_t>() + at, v.data(), sizeof(v[0]) * v.size());
   };
-  put(m.tokens, batch.tokens.data(), sizeof(int) * batch.tokens.size());
-  put(m.positions, positions.data(), sizeof(int) * positions.size());
-  put(m.row_seq, row_seq.data(), sizeof(int) * row_seq.size());
-  put(m.seq_table, seq_table.data(), sizeof(int) * seq_table.size());
-  put(m.tables, tables.data(), sizeof(int) * tables.size());
-  put(m.tile_first, tile_first.data(), sizeof(int) * tile_first.size());
-  put(m.tile_rows, tile_n.data(), sizeof(int) * tile_n.size());
-  put(m.logit_src, logit_src.data(), sizeof(int) * logit_src.size());
-  put(m.slots, slots.data(), sizeof(int64_t) * slots.size());
+  put(m.slots, slots);
+  put(m.tokens, tokens);
+  put(m.positions, positions);
+  put(m.row_seq, row_seq);
+  put(m.seq_table, seq_table);
+  put(m.tile_first, tile_first);
+  put(m.tile_rows, tile_n);
+  put(m.logit_src, logit_src);
+  put(m.tables, tables);
   LLMWB_CUDA(cudaMemcpyAsync(d_meta_.as(), h_meta_.as(), m.bytes, cudaMemcpyHostToDevice, stream_.get()));
 }
 
 void CudaModel::matmul(const DeviceMatrix& W, const float* x, int n, float* y) { mm_.run(W, x, n, y); }
+
+namespace {
+
+int next_pow2(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+}  // namespace
 
 void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
   const int n = static_cast<int>(batch.tokens.size());
@@ -261,44 +305,117 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   bool decode = true;
   int rec = -1;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    decode = decode && batch.seqs[s].n_tokens == 1;
+    decode = decode && batch.seqs[s].n_tokens == 1 && batch.seqs[s].logits_row >= 0;
     if (batch.seqs[s].capture_attention && record && record_layer >= 0) rec = static_cast<int>(s);
   }
   NvtxRange phase(decode ? "decode" : "prefill");
+  const ModelConfig& c = c_;
+  const int nl = batch.num_logit_rows;
+  const ForwardSeq* rs = rec >= 0 ? &batch.seqs[size_t(rec)] : nullptr;
+  // Pure decode steps without attention capture replay a CUDA graph per (batch-size bucket,
+  // context bucket): the batch is padded to the next power of two and attention is split as for
+  // the context bucket's length, so one graph serves every step in its bucket.
+  const bool graph = use_graphs_ && decode && !rs;
+  const int rows = graph ? next_pow2(n) : n;
+  upload_metadata(batch, rows);
+  const int ctx_cap = graph ? std::max(256, next_pow2(meta_.max_ctx)) : meta_.max_ctx;
+  ensure_rows(rows, graph ? rows : nl);
+  const AttentionBatch ab = attention_batch(ctx_cap);
+  attn_ws_floats_ = std::max<int64_t>(1, attention_workspace_floats(ab, attention_shape(), prop_.multiProcessorCount));
+  if (graph) {
+    const uint64_t key = (uint64_t(rows) << 32) | uint32_t(ctx_cap);
+    auto it = graphs_.find(key);
+    if (it != graphs_.end() && it->second.stamp != buffer_stamp()) {
+      graphs_.erase(it);   // a buffer it reads was reallocated since the capture
+      it = graphs_.end();
+    }
+    if (it != graphs_.end()) {
+      LLMWB_CUDA(cudaGraphLaunch(it->second.exec, stream_.get()));
+    } else {
+      // The first step of a bucket runs eagerly (it also sizes every buffer and sets kernel
+      // attributes), then the same launches are captured for the next steps.
+      attn_ws_.grow(sizeof(float) * size_t(attn_ws_floats_));
+      mm_.reserve(rows, c.vocab_size, c.dim, c.hidden_dim, c.n_heads * c.head_dim, max_matrix_elems_);
+      enqueue(ab, rows, rows, nullptr, -1, 0);
+      capture(key, ab, rows);
+    }
+  } else {
+    attn_ws_.grow(sizeof(float) * size_t(attn_ws_floats_));
+    const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
+    if (rs) weights_rec_.grow(sizeof(float) * size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride));
+    enqueue(ab, n, nl, rs, rs ? record_layer : -1, rec_stride);
+  }
+  const cudaStream_t s = stream_.get();
+  if (nl > 0) {
+    NvtxRange copy("copy logits");
+    LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as(), logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size,
+                               cudaMemcpyDeviceToHost, s));
+  }
+  const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
+  const size_t rec_floats = rs ? size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride) : 0;
+  if (rs) {
+    h_weights_rec_.grow(sizeof(float) * rec_floats);
+    LLMWB_CUDA(cudaMemcpyAsync(h_weights_rec_.as(), weights_rec_.as(), sizeof(float) * rec_floats,
+                               cudaMemcpyDeviceToHost, s));
+  }
+  // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
+  stream_.sync();
+  if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size);
+  if (rs) {
+    record->layer = record_layer;
+    record->n_heads = c.n_heads;
+    record->start_pos = rs->start_pos;
+    record->rows.assign(size_t(rs->n_tokens) * c.n_heads, {});
+    const float* w = h_weights_rec_.as<float>();
+    for (int i = 0; i < rs->n_tokens; ++i)
+      for (int h = 0; h < c.n_heads; ++h) {
+        const float* row = w + (size_t(i) * c.n_heads + h) * size_t(rec_stride);
+        record->rows[size_t(i) * c.n_heads + h].assign(row, row + rs->start_pos + i + 1);
+      }
+  }
+}
+
+AttentionShape CudaModel::attention_shape() const {
+  AttentionShape sh;
+  sh.n_heads = c_.n_heads;
+  sh.n_kv_heads = c_.n_kv_heads;
+  sh.head_dim = c_.head_dim;
+  sh.block_size = block_size_;
+  sh.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+  return sh;
+}
+
+AttentionBatch CudaModel::attention_batch(int max_ctx) const {
+  const uint8_t* dm = d_meta_.as<uint8_t>();
+  auto ip = [&](size_t off) { return reinterpret_cast<const int*>(dm + off); };
+  AttentionBatch ab;
+  ab.n_rows = meta_.n_rows;
+  ab.row_pos = ip(meta_.positions);
+  ab.row_seq = ip(meta_.row_seq);
+  ab.seq_table = ip(meta_.seq_table);
+  ab.tables = ip(meta_.tables);
+  ab.n_tiles = meta_.n_tiles;
+  ab.tile_first = ip(meta_.tile_first);
+  ab.tile_rows = ip(meta_.tile_rows);
+  ab.max_ctx = max_ctx;
+  return ab;
+}
+
+// Every launch of one forward pass over `n` rows (metadata already on the device), ending
+// with nl logits rows in logits_. Nothing here allocates or synchronizes: it is what a graph
+// captures.
+void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer,
+                        int rec_stride) {
   static const bool per_layer = [] {
     const char* e = std::getenv("LLMWB_NVTX_LAYERS");
     return e && *e && *e != '0';
   }();
   const cudaStream_t s = stream_.get();
   const ModelConfig& c = c_;
-  const int nl = batch.num_logit_rows;
-  ensure_rows(n, nl);
-  upload_metadata(batch, rec);
   const Meta& m = meta_;
   const uint8_t* dm = d_meta_.as<uint8_t>();
   auto ip = [&](size_t off) { return reinterpret_cast<const int*>(dm + off); };
-
-  AttentionBatch ab;
-  ab.n_rows = n;
-  ab.row_pos = ip(m.positions);
-  ab.row_seq = ip(m.row_seq);
-  ab.seq_table = ip(m.seq_table);
-  ab.tables = ip(m.tables);
-  ab.n_tiles = m.n_tiles;
-  ab.tile_first = ip(m.tile_first);
-  ab.tile_rows = ip(m.tile_rows);
-  ab.max_ctx = m.max_ctx;
-  AttentionShape sh;
-  sh.n_heads = c.n_heads;
-  sh.n_kv_heads = c.n_kv_heads;
-  sh.head_dim = c.head_dim;
-  sh.block_size = block_size_;
-  sh.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  attn_ws_.grow(sizeof(float) * size_t(std::max<int64_t>(1, attention_workspace_floats(ab, sh, prop_.multiProcessorCount))));
-  const ForwardSeq* rs = rec >= 0 ? &batch.seqs[size_t(rec)] : nullptr;
-  const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
-  if (rs) weights_rec_.grow(sizeof(float) * size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride));
-
+  const AttentionShape sh = attention_shape();
   const int64_t dim = c.dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   float *x = x_.as<float>(), *xb = xb_.as<float>(), *xb2 = xb2_.as<float>(), *q = q_.as<float>(), *k = k_.as<float>(),
         *v = v_.as<float>(), *att = att_.as<float>(), *hb = hb_.as<float>(), *hb2 = hb2_.as<float>();
@@ -338,31 +455,48 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
     LLMWB_CUDA(gather_rows(x, ip(m.logit_src), nl, c.dim, last_.as<float>(), s));
     LLMWB_CUDA(rmsnorm(last_.as<float>(), final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
     matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
-    NvtxRange copy("copy logits");
-    LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as(), logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size,
-                               cudaMemcpyDeviceToHost, s));
   }
-  const size_t rec_floats = rs ? size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride) : 0;
-  if (rs) {
-    h_weights_rec_.grow(sizeof(float) * rec_floats);
-    LLMWB_CUDA(cudaMemcpyAsync(h_weights_rec_.as(), weights_rec_.as(), sizeof(float) * rec_floats,
-                               cudaMemcpyDeviceToHost, s));
+}
+
+void CudaModel::capture(uint64_t key, const AttentionBatch& ab, int rows) {
+  const cudaStream_t s = stream_.get();
+  cudaGraph_t g = nullptr;
+  try {
+    LLMWB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue(ab, rows, rows, nullptr, -1, 0);
+    } catch (...) {
+      (void)cudaStreamEndCapture(s, &g);
+      throw;
+    }
+    LLMWB_CUDA(cudaStreamEndCapture(s, &g));
+    Graph graph;
+    LLMWB_CUDA(cudaGraphInstantiate(&graph.exec, g, 0));
+    graph.stamp = buffer_stamp();
+    graphs_.emplace(key, std::move(graph));
+  } catch (const Error& e) {
+    // A launch that cannot be captured costs the speed-up, not the answer: run eagerly from now.
+    std::fprintf(stderr, "llmwb: CUDA graphs disabled: %s\n", e.what());
+    (void)cudaGetLastError();
+    use_graphs_ = false;
+    graphs_.clear();
   }
-  // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
-  stream_.sync();
-  if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size);
-  if (rs) {
-    record->layer = record_layer;
-    record->n_heads = c.n_heads;
-    record->start_pos = rs->start_pos;
-    record->rows.assign(size_t(rs->n_tokens) * c.n_heads, {});
-    const float* w = h_weights_rec_.as<float>();
-    for (int i = 0; i < rs->n_tokens; ++i)
-      for (int h = 0; h < c.n_heads; ++h) {
-        const float* row = w + (size_t(i) * c.n_heads + h) * size_t(rec_stride);
-        record->rows[size_t(i) * c.n_heads + h].assign(row, row + rs->start_pos + i + 1);
-      }
-  }
+  if (g) (void)cudaGraphDestroy(g);
+}
+
+std::vector<const void*> CudaModel::buffer_stamp() const {
+  std::vector<const void*> v{x_.as(),     xb_.as(),     xb2_.as(),     q_.as(),       k_.as(),
+                             v_.as(),     att_.as(),    hb_.as(),      hb2_.as(),     last_.as(),
+                             normed_.as(), logits_.as(), attn_ws_.as(), d_meta_.as(),  k_pool_.as(),
+                             v_pool_.as()};
+  const auto [a, b] = mm_.scratch();
+  v.push_back(a);
+  v.push_back(b);
+  return v;
+}
+
+CudaModel::Graph::~Graph() {
+  if (exec) (void)cudaGraphExecDestroy(exec);
 }
 
 void CudaModel::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {

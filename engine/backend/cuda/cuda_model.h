@@ -7,8 +7,10 @@
 // and receives the logits rows (CudaMatmul does the matrix products).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_matmul.h"
@@ -20,6 +22,7 @@ namespace llmwb::cuda {
 
 int device_count();                  // 0 on any error
 std::string unavailable_reason();    // empty when device 0 is usable
+std::string device_name();           // device 0's name ("NVIDIA H200"), "" on any error
 // The kernels' name for a stored weight type; false for types converted to F16 on upload.
 bool device_wtype(DType t, WType* out);
 
@@ -37,6 +40,13 @@ class CudaModel final : public DeviceModel {
   // y = W x over n_rows tokens (device pointers); public for the benchmarks.
   void matmul(const DeviceMatrix& W, const float* x, int n_rows, float* y);
   cudaStream_t stream() const { return stream_.get(); }
+  // CUDA graphs for decode steps (on by default; LLMWB_CUDA_GRAPHS=0 turns them off).
+  void set_use_graphs(bool on) {
+    use_graphs_ = on;
+    if (!on) graphs_.clear();
+  }
+  bool use_graphs() const { return use_graphs_; }
+  size_t num_graphs() const { return graphs_.size(); }
   uint64_t weight_bytes() const { return weight_bytes_; }
 
  private:
@@ -47,8 +57,24 @@ class CudaModel final : public DeviceModel {
   };
   DeviceMatrix upload(const TensorView& t);
   const float* upload_floats(const std::vector<float>& v);
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    std::vector<const void*> stamp;   // the buffers it was captured with (buffer_stamp())
+    Graph() = default;
+    Graph(Graph&& o) noexcept : exec(std::exchange(o.exec, nullptr)), stamp(std::move(o.stamp)) {}
+    Graph& operator=(Graph&&) = delete;
+    ~Graph();
+  };
   void ensure_rows(int n_rows, int n_logit_rows);
-  void upload_metadata(const ForwardBatch& batch, int record_seq);
+  // Packs and sends the step's metadata, padded to pad_to rows (graph buckets; <= rows: none).
+  void upload_metadata(const ForwardBatch& batch, int pad_to);
+  AttentionShape attention_shape() const;
+  AttentionBatch attention_batch(int max_ctx) const;
+  void enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer, int rec_stride);
+  void capture(uint64_t key, const AttentionBatch& ab, int rows);
+  // Addresses of every device buffer a decode step touches: a graph replays only while they
+  // are the ones it was captured with.
+  std::vector<const void*> buffer_stamp() const;
 
   ModelConfig c_;
   int device_ = 0;
@@ -77,6 +103,9 @@ class CudaModel final : public DeviceModel {
     size_t tokens = 0, positions = 0, row_seq = 0, seq_table = 0, tables = 0, tile_first = 0, tile_rows = 0,
            logit_src = 0, slots = 0, bytes = 0;   // byte offsets into the packed buffer
   } meta_;
+  int64_t attn_ws_floats_ = 0, max_matrix_elems_ = 0;
+  bool use_graphs_ = true;
+  std::map<uint64_t, Graph> graphs_;   // (rows << 32 | context bucket) -> instantiated decode step
 };
 
 }  // namespace llmwb::cuda
