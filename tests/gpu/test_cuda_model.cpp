@@ -115,7 +115,7 @@ TEST(CudaModel, GraphReplayedDecodeStepsMatchEagerLaunches) {
       const int bs = 16, per_seq = 20;   // 320 positions per sequence
       graphs.allocate_kv(n_seqs * per_seq, bs);
       eager.allocate_kv(n_seqs * per_seq, bs);
-      std::vector<std::vector<int>> tables(size_t(n_seqs));
+      std::vector<std::vector<int>> tables(static_cast<size_t>(n_seqs));
       for (int s = 0; s < n_seqs; ++s)
         for (int b = 0; b < per_seq; ++b) tables[size_t(s)].push_back(b * n_seqs + s);
       std::mt19937_64 rng(std::random_device{}());
