@@ -17,6 +17,11 @@ BUDGET=${LLMWB_GPU_BUDGET_S:-540}   # skip the 7B benchmarks when less than thei
 PACK="${LLMWB_GPU_PACK:-$ROOT/gpu-pack}"
 MODELS="${LLMWB_GPU_MODELS:-/tmp/llmwb-gpu-models}"
 export LD_LIBRARY_PATH="$PACK/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+# cuBLAS / cudart from PyTorch's wheels, should the toolkit's own be missing there.
+for mod in cublas cuda_runtime; do
+  d=$(python3 -c "import importlib, os; m = importlib.import_module('nvidia.$mod'); print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null) &&
+    LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
 export LLMWB_TEST_TMP=/tmp/llmwb-gpu-tmp
 mkdir -p "$MODELS" "$LLMWB_TEST_TMP"
 elapsed() { echo $(( $(date +%s) - T0 )); }

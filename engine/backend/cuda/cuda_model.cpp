@@ -157,6 +157,7 @@ uint64_t CudaModel::free_memory_bytes() const {
 }
 
 void CudaModel::allocate_kv(int num_blocks, int block_size) {
+  graphs_.clear();   // they hold the old pool's addresses and layer stride
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   const int64_t kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
