@@ -109,19 +109,26 @@ __device__ __forceinline__ void load8(const uint8_t* row, int64_t c, float* v) {
   }
 }
 
-// NR: activation rows the registers are sized for; n (<= NR) are present. The guards are
-// uniform across the warp, and row r's arithmetic is the same whatever n and NR are.
+// Up to three matrices of one type and width whose rows are stacked (Q, K and V read by one
+// launch), or, with SWIGLU, two (gate W1 and up W3) whose row o is read by the same warp, which
+// writes silu(W1 x)[o] * (W3 x)[o] directly.
+struct GemvArgs {
+  const uint8_t* d[3];
+  int64_t row_bytes[3];
+  float* y[3];
+  int64_t rows[3];   // rows of each part (0 for parts not present)
+  int64_t cols;
+};
+
+// The dot products of one weight row with n activation rows: per lane, chunks of 8 in a fixed
+// order, then a butterfly over the warp. The same arithmetic in every kernel variant, so that
+// the fused launches give the separate ones' bits.
 template <WType T, int NR>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(DeviceMatrix W, const float* __restrict__ x, int n,
-                                                           float* __restrict__ y) {
-  const int lane = threadIdx.x % 32;
-  const int64_t o = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
-  if (o >= W.rows) return;
-  const uint8_t* row = static_cast<const uint8_t*>(W.data) + o * W.row_bytes;
-  float acc[NR];
+__device__ __forceinline__ void row_dots(const uint8_t* row, const float* __restrict__ x, int64_t cols, int n,
+                                         int lane, float* acc) {
 #pragma unroll
   for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
-  const int64_t chunks = W.cols / 8;
+  const int64_t chunks = cols / 8;
 #pragma unroll 2
   for (int64_t k = lane; k < chunks; k += 32) {
     float w[8];
@@ -129,17 +136,61 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(DeviceMatrix W, const
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
       if (r >= n) break;
-      const float4 a = *reinterpret_cast<const float4*>(x + r * W.cols + k * 8);
-      const float4 b = *reinterpret_cast<const float4*>(x + r * W.cols + k * 8 + 4);
+      const float4 a = *reinterpret_cast<const float4*>(x + r * cols + k * 8);
+      const float4 b = *reinterpret_cast<const float4*>(x + r * cols + k * 8 + 4);
       acc[r] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w;
     }
   }
 #pragma unroll
-  for (int r = 0; r < NR; ++r) {
-    if (r >= n) break;
-    float v = acc[r];
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0) y[int64_t(r) * W.rows + o] = v;
+  for (int r = 0; r < NR; ++r)
+    for (int off = 16; off > 0; off >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+}
+
+// NR: activation rows the registers are sized for; n (<= NR) are present. The guards are
+// uniform across the warp, and row r's arithmetic is the same whatever n and NR are.
+template <WType T, int NR, bool SWIGLU>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(GemvArgs a, const float* __restrict__ x, int n) {
+  const int lane = threadIdx.x % 32;
+  int64_t o = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  float acc[NR];
+  if constexpr (SWIGLU) {
+    if (o >= a.rows[0]) return;
+    float up[NR];
+    row_dots<T, NR>(a.d[0] + o * a.row_bytes[0], x, a.cols, n, lane, acc);
+    row_dots<T, NR>(a.d[1] + o * a.row_bytes[1], x, a.cols, n, lane, up);
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        if (r >= n) break;
+        const float g = acc[r];
+        a.y[0][int64_t(r) * a.rows[0] + o] = g / (1.0f + expf(-g)) * up[r];   // as silu_mul_kernel
+      }
+    }
+  } else {
+    // Which stacked part this warp's row is in (selects with constant indices keep the
+    // arguments out of local memory).
+    int part = 0;
+    if (o >= a.rows[0]) {
+      o -= a.rows[0];
+      part = 1;
+      if (o >= a.rows[1]) {
+        o -= a.rows[1];
+        part = 2;
+        if (o >= a.rows[2]) return;
+      }
+    }
+    const uint8_t* d = part == 0 ? a.d[0] : part == 1 ? a.d[1] : a.d[2];
+    const int64_t rb = part == 0 ? a.row_bytes[0] : part == 1 ? a.row_bytes[1] : a.row_bytes[2];
+    float* y = part == 0 ? a.y[0] : part == 1 ? a.y[1] : a.y[2];
+    const int64_t rows = part == 0 ? a.rows[0] : part == 1 ? a.rows[1] : a.rows[2];
+    row_dots<T, NR>(d + o * rb, x, a.cols, n, lane, acc);
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < NR; ++r) {
+        if (r >= n) break;
+        y[int64_t(r) * rows + o] = acc[r];
+      }
+    }
   }
 }
 
@@ -158,43 +209,93 @@ __global__ void gemv_generic_kernel(DeviceMatrix W, const float* __restrict__ x,
   }
 }
 
-template <WType T>
-cudaError_t launch_typed(const DeviceMatrix& W, const float* x, int n_rows, float* y, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((W.rows + kWarps - 1) / kWarps));
+template <WType T, bool SWIGLU>
+cudaError_t launch_typed(const GemvArgs& a, const float* x, int n_rows, cudaStream_t s) {
+  const int64_t rows = SWIGLU ? a.rows[0] : a.rows[0] + a.rows[1] + a.rows[2];
+  const dim3 grid(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
   static_assert(kGemvMaxRows == 8);
   if (n_rows == 1)
-    gemv_kernel<T, 1><<<grid, kWarps * 32, 0, s>>>(W, x, n_rows, y);
+    gemv_kernel<T, 1, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
   else if (n_rows <= 4)
-    gemv_kernel<T, 4><<<grid, kWarps * 32, 0, s>>>(W, x, n_rows, y);
+    gemv_kernel<T, 4, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
   else
-    gemv_kernel<T, 8><<<grid, kWarps * 32, 0, s>>>(W, x, n_rows, y);
+    gemv_kernel<T, 8, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
   return cudaGetLastError();
+}
+
+template <bool SWIGLU>
+cudaError_t launch(WType t, const GemvArgs& a, const float* x, int n_rows, cudaStream_t s) {
+  switch (t) {
+    case WType::F32: return launch_typed<WType::F32, SWIGLU>(a, x, n_rows, s);
+    case WType::F16: return launch_typed<WType::F16, SWIGLU>(a, x, n_rows, s);
+    case WType::BF16: return launch_typed<WType::BF16, SWIGLU>(a, x, n_rows, s);
+    case WType::Q8_0: return launch_typed<WType::Q8_0, SWIGLU>(a, x, n_rows, s);
+    case WType::Q4_0: return launch_typed<WType::Q4_0, SWIGLU>(a, x, n_rows, s);
+    case WType::Q4_1: return launch_typed<WType::Q4_1, SWIGLU>(a, x, n_rows, s);
+    case WType::INT4_G32: return launch_typed<WType::INT4_G32, SWIGLU>(a, x, n_rows, s);
+    case WType::INT4_G128: return launch_typed<WType::INT4_G128, SWIGLU>(a, x, n_rows, s);
+    case WType::INT8_ROW: return launch_typed<WType::INT8_ROW, SWIGLU>(a, x, n_rows, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Whether the vectorised kernel can read W and x: see fast_path_ok; x is read with 16-byte loads.
+bool vector_ok(const DeviceMatrix& W, const float* x) {
+  return fast_path_ok(W) && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(W.data) % 16 == 0 && (W.type != WType::F32 || W.row_bytes % 16 == 0);
+}
+
+GemvArgs args_of(const DeviceMatrix* const* W, float* const* y, int count) {
+  GemvArgs a{};
+  for (int i = 0; i < count; ++i) {
+    a.d[i] = static_cast<const uint8_t*>(W[i]->data);
+    a.row_bytes[i] = W[i]->row_bytes;
+    a.y[i] = y[i];
+    a.rows[i] = W[i]->rows;
+  }
+  a.cols = W[0]->cols;
+  return a;
 }
 
 }  // namespace
 
 cudaError_t gemv(const DeviceMatrix& W, const float* x, int n_rows, float* y, cudaStream_t s) {
-  if (n_rows <= 0 || W.rows <= 0) return cudaSuccess;
-  if (n_rows > kGemvMaxRows) return cudaErrorInvalidValue;
-  // The fast path reads x with 16-byte loads.
-  const bool x_aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  if (!fast_path_ok(W) || !x_aligned || reinterpret_cast<uintptr_t>(W.data) % 16 != 0 ||
-      (W.type == WType::F32 && W.row_bytes % 16 != 0)) {
-    gemv_generic_kernel<<<static_cast<unsigned>((W.rows + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(W, x, n_rows, y);
+  const DeviceMatrix* w[1] = {&W};
+  float* ys[1] = {y};
+  return gemv_stacked(w, ys, 1, x, n_rows, s);
+}
+
+bool gemv_can_stack(const DeviceMatrix* const* W, int count, const float* x) {
+  for (int i = 0; i < count; ++i)
+    if (!vector_ok(*W[i], x) || W[i]->type != W[0]->type || W[i]->cols != W[0]->cols) return false;
+  return count >= 1 && count <= 3;
+}
+
+cudaError_t gemv_stacked(const DeviceMatrix* const* W, float* const* y, int count, const float* x, int n_rows,
+                         cudaStream_t s) {
+  if (n_rows <= 0 || count <= 0) return cudaSuccess;
+  if (n_rows > kGemvMaxRows || count > 3) return cudaErrorInvalidValue;
+  if (!gemv_can_stack(W, count, x)) {
+    if (count > 1) {   // each on its own, vectorised where it can be
+      for (int i = 0; i < count; ++i)
+        if (const cudaError_t e = gemv_stacked(W + i, y + i, 1, x, n_rows, s); e != cudaSuccess) return e;
+      return cudaSuccess;
+    }
+    if (W[0]->rows <= 0) return cudaSuccess;
+    gemv_generic_kernel<<<static_cast<unsigned>((W[0]->rows + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(*W[0], x, n_rows,
+                                                                                                      y[0]);
     return cudaGetLastError();
   }
-  switch (W.type) {
-    case WType::F32: return launch_typed<WType::F32>(W, x, n_rows, y, s);
-    case WType::F16: return launch_typed<WType::F16>(W, x, n_rows, y, s);
-    case WType::BF16: return launch_typed<WType::BF16>(W, x, n_rows, y, s);
-    case WType::Q8_0: return launch_typed<WType::Q8_0>(W, x, n_rows, y, s);
-    case WType::Q4_0: return launch_typed<WType::Q4_0>(W, x, n_rows, y, s);
-    case WType::Q4_1: return launch_typed<WType::Q4_1>(W, x, n_rows, y, s);
-    case WType::INT4_G32: return launch_typed<WType::INT4_G32>(W, x, n_rows, y, s);
-    case WType::INT4_G128: return launch_typed<WType::INT4_G128>(W, x, n_rows, y, s);
-    case WType::INT8_ROW: return launch_typed<WType::INT8_ROW>(W, x, n_rows, y, s);
-  }
-  return cudaErrorInvalidValue;
+  return launch<false>(W[0]->type, args_of(W, y, count), x, n_rows, s);
+}
+
+cudaError_t gemv_swiglu(const DeviceMatrix& W1, const DeviceMatrix& W3, const float* x, int n_rows, float* out,
+                        cudaStream_t s) {
+  if (n_rows <= 0) return cudaSuccess;
+  const DeviceMatrix* w[2] = {&W1, &W3};
+  if (n_rows > kGemvMaxRows || W1.rows != W3.rows || !gemv_can_stack(w, 2, x)) return cudaErrorInvalidValue;
+  float* ys[2] = {out, nullptr};
+  return launch<true>(W1.type, args_of(w, ys, 2), x, n_rows, s);
 }
 
 }  // namespace llmwb::cuda

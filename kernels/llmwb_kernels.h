@@ -55,6 +55,17 @@ cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t laye
 // summed in an order that depends only on its own row, never on n_rows.
 constexpr int kGemvMaxRows = 8;
 cudaError_t gemv(const DeviceMatrix& W, const float* x, int n_rows, float* y, cudaStream_t s);
+// Up to 3 matrices of one type and width in one launch (Q, K, V): y[i] = W[i] x, each output
+// bit-identical to gemv(). Where they cannot share the vectorised kernel (gemv_can_stack false)
+// each runs on its own.
+bool gemv_can_stack(const DeviceMatrix* const* W, int count, const float* x);
+cudaError_t gemv_stacked(const DeviceMatrix* const* W, float* const* y, int count, const float* x, int n_rows,
+                         cudaStream_t s);
+// out = silu(W1 x) * (W3 x) in one pass over both matrices (the FFN's gate and up), bit-identical
+// to two gemv() calls and silu_mul(); needs gemv_can_stack({W1, W3}) and equal shapes, else
+// cudaErrorInvalidValue.
+cudaError_t gemv_swiglu(const DeviceMatrix& W1, const DeviceMatrix& W3, const float* x, int n_rows, float* out,
+                        cudaStream_t s);
 // dst (rows x cols, half or bfloat16 per `to_bf16`) = dequantized W: the prefill path feeds it
 // to cuBLAS.
 cudaError_t dequantize_matrix(const DeviceMatrix& W, void* dst, bool to_bf16, cudaStream_t s);

@@ -4,6 +4,7 @@
 // (tiled / split / naive, GQA, paged) against a float64 softmax, and argmax.
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_matmul.h"
@@ -449,6 +450,47 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
                                      w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
         ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h;
       }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The fused decode launches give the separate launches' bits: Q, K and V stacked in one GEMV,
+// and the FFN's gate and up with SwiGLU applied in the same pass.
+TEST(CudaGemv, StackedAndSwigluLaunchesEqualSeparateOnes) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (DType t : {DType::F16, DType::Q8_0, DType::Q4_0, DType::INT8_ROW}) {
+    const HostMatrix A = random_matrix(t, 256, 512, rng), B = random_matrix(t, 64, 512, rng),
+                     C = random_matrix(t, 64, 512, rng), D = random_matrix(t, 256, 512, rng);
+    const DeviceBuffer da = to_device(A.bytes), db = to_device(B.bytes), dc = to_device(C.bytes), dd = to_device(D.bytes);
+    const cuda::DeviceMatrix ma = device_matrix(A, da), mb = device_matrix(B, db), mc = device_matrix(C, dc),
+                             md = device_matrix(D, dd);
+    for (int n : {1, 5}) {
+      const std::vector<float> x = random_floats(size_t(n) * 512, rng, 2.0f);
+      const DeviceBuffer dx = to_device(x);
+      DeviceBuffer ya = poisoned(size_t(n) * 256), yb = poisoned(size_t(n) * 64), yc = poisoned(size_t(n) * 64);
+      const cuda::DeviceMatrix* w[3] = {&ma, &mb, &mc};
+      ASSERT_TRUE(cuda::gemv_can_stack(w, 3, dx.as<float>()));
+      float* ys[3] = {ya.as<float>(), yb.as<float>(), yc.as<float>()};
+      LLMWB_CUDA(cuda::gemv_stacked(w, ys, 3, dx.as<float>(), n, nullptr));
+      for (auto [m, y, rows] : {std::tuple{&ma, &ya, 256}, std::tuple{&mb, &yb, 64}, std::tuple{&mc, &yc, 64}}) {
+        DeviceBuffer one = poisoned(size_t(n) * rows);
+        LLMWB_CUDA(cuda::gemv(*m, dx.as<float>(), n, one.as<float>(), nullptr));
+        EXPECT_EQ(to_host<float>(*y, size_t(n) * rows), to_host<float>(one, size_t(n) * rows)) << dtype_name(t);
+      }
+      // SwiGLU: gate A, up D.
+      DeviceBuffer fused = poisoned(size_t(n) * 256), g = poisoned(size_t(n) * 256), u = poisoned(size_t(n) * 256);
+      LLMWB_CUDA(cuda::gemv_swiglu(ma, md, dx.as<float>(), n, fused.as<float>(), nullptr));
+      LLMWB_CUDA(cuda::gemv(ma, dx.as<float>(), n, g.as<float>(), nullptr));
+      LLMWB_CUDA(cuda::gemv(md, dx.as<float>(), n, u.as<float>(), nullptr));
+      LLMWB_CUDA(cuda::silu_mul(g.as<float>(), u.as<float>(), int64_t(n) * 256, nullptr));
+      const std::vector<float> fh = to_host<float>(fused, size_t(n) * 256);
+      EXPECT_EQ(fh, to_host<float>(g, size_t(n) * 256)) << dtype_name(t);
+      for (float v : fh) ASSERT_TRUE(std::isfinite(v));
+    }
   }
 }
 

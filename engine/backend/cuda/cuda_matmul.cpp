@@ -25,6 +25,26 @@ void CudaMatmul::run(const DeviceMatrix& W, const float* x, int n, float* y) {
     run_gemm(W, x, n, y);
 }
 
+void CudaMatmul::run_stacked(const DeviceMatrix* const* W, float* const* y, int count, const float* x, int n) {
+  if (n <= kGemvMaxRows) {
+    LLMWB_CUDA(gemv_stacked(W, y, count, x, n, stream_));
+    return;
+  }
+  for (int i = 0; i < count; ++i) run_gemm(*W[i], x, n, y[i]);
+}
+
+void CudaMatmul::run_swiglu(const DeviceMatrix& W1, const DeviceMatrix& W3, const float* x, int n, float* out,
+                            float* scratch) {
+  const DeviceMatrix* w[2] = {&W1, &W3};
+  if (n <= kGemvMaxRows && W1.rows == W3.rows && gemv_can_stack(w, 2, x)) {
+    LLMWB_CUDA(gemv_swiglu(W1, W3, x, n, out, stream_));
+    return;
+  }
+  run(W1, x, n, out);
+  run(W3, x, n, scratch);
+  LLMWB_CUDA(silu_mul(out, scratch, int64_t(n) * W1.rows, stream_));
+}
+
 void CudaMatmul::run_gemm(const DeviceMatrix& W, const float* x, int n, float* y) {
   if (n <= 0) return;
   const float alpha = 1.0f, beta = 0.0f;

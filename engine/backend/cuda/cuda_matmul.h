@@ -18,6 +18,12 @@ class CudaMatmul {
   explicit CudaMatmul(cudaStream_t stream);
   // x: n_rows x W.cols, y: n_rows x W.rows (device, fp32).
   void run(const DeviceMatrix& W, const float* x, int n_rows, float* y);
+  // Up to three products of the same input (Q, K, V): one GEMV launch for <= 8 tokens.
+  void run_stacked(const DeviceMatrix* const* W, float* const* y, int count, const float* x, int n_rows);
+  // out = silu(W1 x) * (W3 x): one GEMV launch over both matrices for <= 8 tokens; otherwise
+  // two products (the second into `scratch`, n_rows x W3.rows) and silu_mul.
+  void run_swiglu(const DeviceMatrix& W1, const DeviceMatrix& W3, const float* x, int n_rows, float* out,
+                  float* scratch);
   // Sizes the scratch buffers for n_rows tokens and matrices up to these widths and element
   // count, so that run() allocates nothing (required while a CUDA graph is being captured).
   void reserve(int n_rows, int64_t w1, int64_t w2, int64_t w3, int64_t w4, int64_t max_matrix_elems);

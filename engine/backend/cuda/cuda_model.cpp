@@ -430,9 +430,11 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(add_rmsnorm(x, pending, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
     else
       LLMWB_CUDA(rmsnorm(x, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
-    matmul(L.wq, xb, n, q);
-    matmul(L.wk, xb, n, k);
-    matmul(L.wv, xb, n, v);
+    {
+      const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
+      float* out[3] = {q, k, v};
+      mm_.run_stacked(qkv, out, 3, xb, n);
+    }
     LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_,
                     c.rope_layout == RopeLayout::Interleaved, s));
     float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
@@ -445,9 +447,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(attention(q, kl, vl, ab, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
     matmul(L.wo, att, n, xb2);
     LLMWB_CUDA(add_rmsnorm(x, xb2, L.ffn_norm, n, c.dim, c.norm_eps, xb, s));
-    matmul(L.w1, xb, n, hb);
-    matmul(L.w3, xb, n, hb2);
-    LLMWB_CUDA(silu_mul(hb, hb2, int64_t(n) * c.hidden_dim, s));
+    mm_.run_swiglu(L.w1, L.w3, xb, n, hb, hb2);
     matmul(L.w2, hb, n, xb2);
     pending = xb2;
   }
