@@ -111,5 +111,18 @@ cudaError_t attention_naive(const float* q, const float* k_layer, const float* v
 // ---- sampling (sampling.cu) -------------------------------------------------------------------
 // out[r] = argmax of logits row r (vocab floats); ties to the lowest id, as the CPU sampler.
 cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, cudaStream_t s);
+// Per-row sampling parameters (a device array, one per row).
+struct DeviceSampling {
+  float temperature = 1.0f;   // <= 0: greedy
+  int top_k = 0;              // 0 or >= vocab: off
+  float top_p = 1.0f;         // 1: off
+  float u = 0.0f;             // uniform in [0, 1), drawn by the host (the sequence's RNG)
+};
+// out[r] = a token drawn from softmax(logits[r] / temperature) restricted to the tokens whose
+// logit is >= the k-th largest (top-k) and then to the most likely tokens holding top_p of the
+// remaining mass (top-p; ties at either boundary stay), by inverse CDF over token ids at u;
+// prob[r] = its probability in the restricted distribution.
+cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const DeviceSampling* params, int* out,
+                        float* prob, cudaStream_t s);
 
 }  // namespace llmwb::cuda

@@ -495,3 +495,77 @@ TEST(CudaGemv, StackedAndSwigluLaunchesEqualSeparateOnes) {
 }
 
 }  // namespace
+
+namespace {
+
+// The device sampler's definition, in double: temperature softmax; keep logits >= the k-th
+// largest; then the largest logit value whose tokens at or above it hold top_p of the kept mass;
+// inverse CDF over token ids at u.
+std::pair<int, double> reference_sample(const float* row, int vocab, const cuda::DeviceSampling& p) {
+  const int best = static_cast<int>(std::max_element(row, row + vocab) - row);
+  if (p.temperature <= 0) return {best, 1.0};
+  std::vector<float> sorted(row, row + vocab);
+  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+  float lo = -INFINITY;
+  if (p.top_k > 0 && p.top_k < vocab) lo = sorted[size_t(p.top_k - 1)];
+  auto w = [&](float x) { return std::exp((double(x) - row[best]) / p.temperature); };
+  if (p.top_p < 1.0f) {
+    double kept = 0;
+    for (int i = 0; i < vocab; ++i)
+      if (row[i] >= lo) kept += w(row[i]);
+    const double need = p.top_p * kept;
+    double c = 0;
+    for (float v : sorted) {
+      if (v < lo) break;
+      c += w(v);
+      if (c >= need) {
+        lo = std::max(lo, v);
+        break;
+      }
+    }
+  }
+  double total = 0;
+  for (int i = 0; i < vocab; ++i)
+    if (row[i] >= lo) total += w(row[i]);
+  const double target = p.u * total;
+  double run = 0;
+  for (int i = 0; i < vocab; ++i) {
+    if (row[i] < lo) continue;
+    run += w(row[i]);
+    if (run > target) return {i, w(row[i]) / total};
+  }
+  return {best, w(row[best]) / total};
+}
+
+TEST(CudaSampling, TopKTopPTemperatureSamplingMatchesTheReferenceDefinition) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  const int rows = 96, vocab = 3001;
+  const std::vector<float> logits = random_floats(size_t(rows) * vocab, rng, 2.0f);
+  std::vector<cuda::DeviceSampling> params(rows);
+  const int top_ks[] = {0, 1, 5, 40, vocab};
+  const float top_ps[] = {1.0f, 0.9f, 0.5f, 0.05f};
+  for (int r = 0; r < rows; ++r) {
+    params[size_t(r)].temperature = r % 16 == 0 ? 0.0f : 0.3f + 1.5f * uni(rng);
+    params[size_t(r)].top_k = top_ks[r % 5];
+    params[size_t(r)].top_p = top_ps[(r / 5) % 4];
+    params[size_t(r)].u = uni(rng);
+  }
+  const DeviceBuffer dl = to_device(logits), dp = to_device(params);
+  DeviceBuffer tok(sizeof(int) * rows);
+  LLMWB_CUDA(cudaMemset(tok.as(), 0xFF, sizeof(int) * rows));
+  DeviceBuffer prob = poisoned(rows);
+  LLMWB_CUDA(cuda::sample_rows(dl.as<float>(), rows, vocab, dp.as<cuda::DeviceSampling>(), tok.as<int>(),
+                               prob.as<float>(), nullptr));
+  const std::vector<int> got = to_host<int>(tok, rows);
+  const std::vector<float> gp = to_host<float>(prob, rows);
+  for (int r = 0; r < rows; ++r) {
+    const auto [ref, rp] = reference_sample(logits.data() + size_t(r) * vocab, vocab, params[size_t(r)]);
+    EXPECT_EQ(got[size_t(r)], ref) << "row " << r << " T " << params[size_t(r)].temperature << " k "
+                                   << params[size_t(r)].top_k << " p " << params[size_t(r)].top_p;
+    EXPECT_NEAR(gp[size_t(r)], rp, 1e-4 * std::max(1.0, rp)) << "row " << r;
+  }
+}
+
+}  // namespace
