@@ -5,7 +5,8 @@
 # tests.log, gpu-bench.json, bench.log, sdpa.json, build.log, env.txt.
 #
 # Binaries: from $LLMWB_GPU_PACK (default ./gpu-pack, made by tests/gpu/pack-for-device.sh on a
-# machine with the build dependencies, carried along), else built here into ./build-gpu.
+# machine with the build dependencies, carried along), else (or with LLMWB_GPU_BUILD=1) built
+# here into ./build-gpu, which needs nlohmann-json, SentencePiece and GoogleTest there.
 # Models: stories260K from the pack or ../shared; random-weight TinyLlama-1.1B and Llama-2-7B
 # shaped models are made on the spot (llmwb-cli make-model) under $LLMWB_GPU_MODELS (/tmp).
 set -uo pipefail
@@ -31,7 +32,7 @@ log() { echo "[$(elapsed)s] $*" | tee -a "$OUT/env.txt"; }
 
 # ---- binaries ----
 BIN=""
-if [ -x "$PACK/bin/llmwb-cli" ] && "$PACK/bin/llmwb-cli" --help > /dev/null 2>&1 &&
+if [ -z "${LLMWB_GPU_BUILD:-}" ] && [ -x "$PACK/bin/llmwb-cli" ] && "$PACK/bin/llmwb-cli" --help > /dev/null 2>&1 &&
    "$PACK/bin/test_cuda_kernels" --gtest_list_tests > /dev/null 2>&1; then
   BIN="$PACK/bin"
   log "using the prebuilt binaries in $BIN"
