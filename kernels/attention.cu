@@ -159,6 +159,72 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
   }
 }
 
+// Decode with small GQA groups (MHA: every K/V element serves one (query, head) pair, so a
+// shared-memory tile buys nothing): one warp per (row, head, split), no shared K/V. Lane j
+// scores position j of each 32-position step reading its K row with 16-byte loads; lane l
+// accumulates output dims l, l+32, ... reading V rows coalesced. Same partials as the tiled
+// kernel, combined by the same kernel.
+template <int NC>
+__global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const float* __restrict__ q,
+                                                                       const float* __restrict__ k_layer,
+                                                                       const float* __restrict__ v_layer,
+                                                                       AttentionBatch b, AttentionShape sh,
+                                                                       int split_len, int n_splits,
+                                                                       float* __restrict__ ws) {
+  constexpr int HD = NC * 32;
+  __shared__ float qsh[kWarps][HD];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row = blockIdx.x, head = blockIdx.y * kWarps + warp, split = blockIdx.z;
+  if (head >= sh.n_heads) return;   // whole warp; no block-wide barrier below
+  const int kvh = head / (sh.n_heads / sh.n_kv_heads);
+  const int64_t kv_dim = int64_t(sh.n_kv_heads) * HD;
+  const int pos = b.row_pos[row];
+  const int* table = b.tables + b.seq_table[b.row_seq[row]];
+  const int begin = split * split_len;
+  const int end = min(begin + split_len, pos + 1);
+  float* qw = qsh[warp];
+  for (int d = lane; d < HD; d += 32) qw[d] = q[(int64_t(row) * sh.n_heads + head) * HD + d] * sh.scale;
+  __syncwarp();
+  float m = -INFINITY, l = 0.0f, acc[NC];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+  for (int j0 = begin; j0 < end; j0 += kTile) {
+    const int j = j0 + lane;
+    int64_t slot = 0;
+    float sc = -INFINITY;
+    if (j < end) {
+      slot = int64_t(table[j / sh.block_size]) * sh.block_size + j % sh.block_size;
+      const float4* kr = reinterpret_cast<const float4*>(k_layer + slot * kv_dim + int64_t(kvh) * HD);
+      float dot = 0.0f;
+#pragma unroll 8
+      for (int d4 = 0; d4 < HD / 4; ++d4) {
+        const float4 kk = kr[d4];
+        dot += qw[4 * d4] * kk.x + qw[4 * d4 + 1] * kk.y + qw[4 * d4 + 2] * kk.z + qw[4 * d4 + 3] * kk.w;
+      }
+      sc = dot;
+    }
+    const float m_new = fmaxf(m, warp_max(sc));   // finite: position j0 < end is lane 0's
+    const float corr = __expf(m - m_new);
+    const float pr = j < end ? __expf(sc - m_new) : 0.0f;
+    l = l * corr + warp_sum(pr);
+    m = m_new;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) acc[c] *= corr;
+    const int n_valid = min(kTile, end - j0);
+    for (int jj = 0; jj < n_valid; ++jj) {
+      const float w = __shfl_sync(0xffffffffu, pr, jj);
+      const int64_t sj = __shfl_sync(0xffffffffu, slot, jj);
+      const float* vr = v_layer + sj * kv_dim + int64_t(kvh) * HD;
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[c] += w * vr[lane + 32 * c];
+    }
+  }
+  float* o = ws + ((int64_t(row) * sh.n_heads + head) * n_splits + split) * (HD + 2);
+  if (lane == 0) o[0] = m, o[1] = l;
+#pragma unroll
+  for (int c = 0; c < NC; ++c) o[2 + lane + 32 * c] = acc[c];
+}
+
 // One block per (row, head), head_dim threads: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
 __global__ void attention_combine_kernel(const float* __restrict__ ws, int n_heads, int head_dim, int n_splits,
                                          float* __restrict__ out) {
@@ -247,6 +313,20 @@ cudaError_t launch_tiled(const float* q, const float* k, const float* v, const A
   return cudaGetLastError();
 }
 
+template <int NC>
+cudaError_t launch_decode(const float* q, const float* k, const float* v, const AttentionBatch& b,
+                          const AttentionShape& sh, const Split& sp, float* ws, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(b.n_rows), static_cast<unsigned>((sh.n_heads + kWarps - 1) / kWarps),
+                  static_cast<unsigned>(sp.n));
+  attention_decode_kernel<NC><<<grid, kWarps * 32, 0, s>>>(q, k, v, b, sh, sp.len, sp.n, ws);
+  return cudaGetLastError();
+}
+
+// A batch of single-token tiles (pure decode) with GQA groups of at most 2 heads.
+bool use_decode_kernel(const AttentionBatch& b, const AttentionShape& sh) {
+  return b.n_tiles == b.n_rows && sh.n_heads / sh.n_kv_heads <= 2;
+}
+
 }  // namespace
 
 int attention_tile_rows(int group) { return tile_rows_for(group); }
@@ -263,16 +343,30 @@ cudaError_t attention(const float* q, const float* k_layer, const float* v_layer
   if (!tiled_ok(sh)) return attention_naive(q, k_layer, v_layer, b, sh, out, nullptr, 0, 0, 0, s);
   const Split sp = choose_split(b, sh, num_sms);
   cudaError_t e = cudaErrorInvalidValue;
-  switch (sh.head_dim / 32) {
-    case 1: e = launch_tiled<1>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 2: e = launch_tiled<2>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 3: e = launch_tiled<3>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 4: e = launch_tiled<4>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 5: e = launch_tiled<5>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 6: e = launch_tiled<6>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 7: e = launch_tiled<7>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    case 8: e = launch_tiled<8>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-    default: break;
+  if (use_decode_kernel(b, sh)) {
+    switch (sh.head_dim / 32) {
+      case 1: e = launch_decode<1>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 2: e = launch_decode<2>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 3: e = launch_decode<3>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 4: e = launch_decode<4>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 5: e = launch_decode<5>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 6: e = launch_decode<6>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 7: e = launch_decode<7>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 8: e = launch_decode<8>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      default: break;
+    }
+  } else {
+    switch (sh.head_dim / 32) {
+      case 1: e = launch_tiled<1>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 2: e = launch_tiled<2>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 3: e = launch_tiled<3>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 4: e = launch_tiled<4>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 5: e = launch_tiled<5>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 6: e = launch_tiled<6>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 7: e = launch_tiled<7>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      case 8: e = launch_tiled<8>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
+      default: break;
+    }
   }
   if (e != cudaSuccess) return e;
   attention_combine_kernel<<<dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)),

@@ -321,11 +321,15 @@ struct AttnFixture {
   int max_ctx = 0;
 };
 
-AttnFixture make_attention(const AttnCase& ac, std::mt19937_64& rng) {
+// A prefill from 0, a decode at 50, a chunked-prefill continuation, a long decode (split over
+// the context) and a long prefill chunk late in a context; or decodes only (the decode kernel
+// for MHA and groups of 2), the last one long enough to be split.
+const std::vector<SeqSpec> kMixedBatch{{0, 37}, {50, 1}, {20, 5}, {1500, 1}, {600, 70}};
+const std::vector<SeqSpec> kDecodeBatch{{50, 1}, {0, 1}, {31, 1}, {700, 1}, {2999, 1}};
+
+AttnFixture make_attention(const AttnCase& ac, const std::vector<SeqSpec>& seqs, std::mt19937_64& rng) {
   AttnFixture f;
-  // A prefill from 0, a decode at 50, a chunked-prefill continuation, a long decode (split over
-  // the context) and a long prefill chunk late in a context.
-  f.seqs = {{0, 37}, {50, 1}, {20, 5}, {1500, 1}, {600, 70}};
+  f.seqs = seqs;
   int blocks_needed = 0;
   for (auto& s : f.seqs) blocks_needed += (s.start_pos + s.n_tokens + f.bs - 1) / f.bs;
   f.num_blocks = blocks_needed + 7;
@@ -402,9 +406,11 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
   std::mt19937_64 rng(std::random_device{}());
   // MHA, GQA groups of 4, 8 and 16, head sizes 32..256, and head_dim 8 (stories260K: the naive
   // kernel).
-  const std::vector<AttnCase> cases{{8, 8, 64}, {8, 2, 128}, {32, 4, 64}, {4, 1, 256}, {16, 1, 32}, {8, 8, 8}};
+  const std::vector<AttnCase> cases{{8, 8, 64},  {8, 2, 128}, {32, 4, 64}, {4, 1, 256},
+                                    {16, 1, 32}, {8, 8, 8},   {16, 8, 128}, {4, 4, 256}};
   for (const AttnCase& ac : cases) {
-    const AttnFixture f = make_attention(ac, rng);
+    for (const auto* batch : {&kMixedBatch, &kDecodeBatch}) {
+    const AttnFixture f = make_attention(ac, *batch, rng);
     const std::vector<double> ref = reference_attention(ac, f);
     const DeviceBuffer dk = to_device(f.k), dv = to_device(f.v), dq = to_device(f.q), dpos = to_device(f.row_pos),
                        dseq = to_device(f.row_seq), dst = to_device(f.seq_table), dflat = to_device(f.flat),
@@ -429,9 +435,10 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
       LLMWB_CUDA(cuda::attention(dq.as<float>(), dk.as<float>(), dv.as<float>(), b, sh, ws.as<float>(), sms,
                                  out.as<float>(), nullptr));
       EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5)
-          << ac.n_heads << "/" << ac.n_kv_heads << " heads, head_dim " << ac.head_dim << ", sms " << sms;
+          << ac.n_heads << "/" << ac.n_kv_heads << " heads, head_dim " << ac.head_dim << ", sms " << sms
+          << (batch == &kDecodeBatch ? ", decode batch" : ", mixed batch");
     }
-    // The naive kernel, recording the weights of sequence 4's rows.
+    // The naive kernel, recording the weights of the last sequence's rows.
     std::vector<std::vector<double>> wref;
     (void)reference_attention(ac, f, &wref);
     int first = 0;
@@ -450,6 +457,7 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
                                      w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
         ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h;
       }
+    }
   }
 }
 
