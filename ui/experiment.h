@@ -44,6 +44,9 @@ struct Experiment {
   quint64 seed = 1234;
   float temperature = 0.0f;
   int max_tokens = 64;
+  // Also measure each configuration's accuracy against the stored weights (perplexity, KL
+  // divergence, greedy agreement on a built-in text): what a quantization scheme costs.
+  bool accuracy = true;
   std::vector<ExperimentConfig> configs;
 
   SamplingParams sampling_params() const;

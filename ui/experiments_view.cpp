@@ -15,6 +15,8 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollBar>
+#include <QTextDocument>
 #include <QSaveFile>
 #include <QSpinBox>
 #include <QSplitter>
@@ -22,8 +24,10 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
+#include "llmwb/quant_report.h"
 #include "token_text.h"
 
 namespace llmwb::ui {
@@ -43,6 +47,7 @@ ExperimentsView::ExperimentsView(QWidget* parent)
       max_tokens_(new QSpinBox(this)),
       temperature_(new QDoubleSpinBox(this)),
       seed_(new QLineEdit(this)),
+      accuracy_(new QCheckBox(tr("Accuracy vs stored weights"), this)),
       run_(new QPushButton(tr("Run"), this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
       status_(new QLabel(this)),
@@ -58,9 +63,6 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   configs_->verticalHeader()->setVisible(false);
   prompts_->setPlaceholderText(tr("One prompt per line (an empty line: BOS alone)"));
   prompts_->setMaximumHeight(64);
-  configs_->setMinimumHeight(100);
-  results_->setMinimumHeight(90);
-  outputs_->setMinimumHeight(90);
   max_tokens_->setRange(1, 1 << 16);
   temperature_->setRange(0.0, 5.0);
   temperature_->setSingleStep(0.1);
@@ -87,11 +89,15 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   config_buttons->addWidget(add);
   config_buttons->addWidget(remove);
   config_buttons->addStretch(1);
+  config_buttons->addWidget(accuracy_);
 
   auto* params = new QFormLayout;
   params->addRow(tr("Max tokens"), max_tokens_);
   params->addRow(tr("Temperature"), temperature_);
   params->addRow(tr("Seed"), seed_);
+  accuracy_->setObjectName("experiment_accuracy");
+  accuracy_->setToolTip(tr("Also measure each configuration's perplexity, KL divergence and greedy agreement against "
+                           "the stored weights (on a built-in text): what its quantization scheme costs"));
   auto* run_row = new QHBoxLayout;
   run_row->addWidget(run_);
   run_row->addWidget(cancel_);
@@ -182,7 +188,8 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   configs_->setCellWidget(row, kKvDtype, kv);
   auto* quant = new QComboBox(configs_);
   quant->setEditable(true);
-  quant->addItems({"", "int8", "int4"});
+  quant->addItem("");   // as stored
+  for (const std::string& scheme : quant_scheme_names()) quant->addItem(QString::fromStdString(scheme));
   quant->setCurrentText(c.quantize);
   configs_->setCellWidget(row, kQuantize, quant);
 }
@@ -195,6 +202,7 @@ Experiment ExperimentsView::experiment() const {
   e.max_tokens = max_tokens_->value();
   e.temperature = float(temperature_->value());
   e.seed = seed_->text().toULongLong();
+  e.accuracy = accuracy_->isChecked();
   for (int row = 0; row < configs_->rowCount(); ++row) {
     ExperimentConfig c;
     c.name = configs_->item(row, kName) ? configs_->item(row, kName)->text() : QString("config %1").arg(row + 1);
@@ -216,8 +224,10 @@ void ExperimentsView::set_experiment(const Experiment& e) {
   max_tokens_->setValue(e.max_tokens);
   temperature_->setValue(e.temperature);
   seed_->setText(QString::number(e.seed));
+  accuracy_->setChecked(e.accuracy);
   configs_->setRowCount(0);
   for (const auto& c : e.configs) add_config_row(c);
+  fit_heights();
 }
 
 void ExperimentsView::load_presets(const QString& path) {
@@ -294,13 +304,18 @@ void ExperimentsView::on_result(const ExperimentResult& r) {
   for (int c = 0; c < int(r.metrics.size()) && c + 1 < results_->columnCount(); ++c) {
     const double v = r.metrics[size_t(c)].second;
     const bool integral = !std::isnan(v) && v == std::floor(v);
-    auto* item = new QTableWidgetItem(std::isnan(v) ? QString("–")
-                                      : QString::number(v, 'f', integral || std::abs(v) >= 100 ? 0 : 2));
+    // Small figures (KL divergences) keep three significant digits instead of rounding to 0.00.
+    const QString text = std::isnan(v)                             ? QString("–")
+                         : integral || std::abs(v) >= 100          ? QString::number(v, 'f', 0)
+                         : std::abs(v) < 0.1                       ? QString::number(v, 'g', 3)
+                                                                   : QString::number(v, 'f', 2);
+    auto* item = new QTableWidgetItem(text);
     item->setData(Qt::UserRole, v);
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     results_->setItem(row, c + 1, item);
   }
   render_outputs();
+  fit_heights();
 }
 
 void ExperimentsView::on_finished(const QString& error_text) {
@@ -352,6 +367,33 @@ void ExperimentsView::render_outputs() {
   }
   html += "</table>";
   outputs_->setHtml(html);
+}
+
+void ExperimentsView::fit_heights() {
+  // A table shows up to `max_rows` rows without scrolling; the splitter gives way instead.
+  auto fit_table = [](QTableWidget* t, int min_rows, int max_rows) {
+    int rows = 0;
+    for (int r = 0; r < std::min(std::max(t->rowCount(), min_rows), max_rows); ++r)
+      rows += r < t->rowCount() ? t->rowHeight(r) : t->verticalHeader()->defaultSectionSize();
+    const int scroll = t->horizontalScrollBar()->sizeHint().height();
+    t->setMinimumHeight(t->horizontalHeader()->sizeHint().height() + rows + scroll + 2 * t->frameWidth() + 2);
+  };
+  configs_->resizeRowsToContents();
+  fit_table(configs_, 2, 4);
+  results_->resizeRowsToContents();
+  fit_table(results_, 2, 6);
+  // The outputs pane as tall as its wrapped text up to a cap: a two-line output is never cut
+  // between its lines (beyond the cap it scrolls).
+  QTextDocument* doc = outputs_->document();
+  doc->setTextWidth(outputs_->viewport()->width());
+  const int text_height = int(std::ceil(doc->size().height())) + 2 * outputs_->frameWidth() + 4;
+  const int want = std::clamp(text_height, 90, 260);
+  if (outputs_->minimumHeight() != want) outputs_->setMinimumHeight(want);
+}
+
+void ExperimentsView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fit_heights();   // a narrower pane wraps the outputs into more lines
 }
 
 QString ExperimentsView::outputs_html() const { return outputs_->toHtml(); }

@@ -11,6 +11,7 @@
 
 #include "experiment.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -58,6 +59,9 @@ class ExperimentsView : public QWidget {
   void on_result(const llmwb::ui::ExperimentResult& result);
   void on_finished(const QString& error);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  signals:
   void run_requested(const llmwb::ui::Experiment& experiment);
   void cancel_requested();
@@ -68,6 +72,8 @@ class ExperimentsView : public QWidget {
   void add_config_row(const ExperimentConfig& c);
   void render_outputs();
   void update_buttons();
+  // Tables and the outputs pane as tall as their rows (up to a cap), so no row is cut in half.
+  void fit_heights();
 
   QComboBox* presets_;
   std::vector<Experiment> preset_list_;
@@ -77,6 +83,7 @@ class ExperimentsView : public QWidget {
   QSpinBox* max_tokens_;
   QDoubleSpinBox* temperature_;
   QLineEdit* seed_;
+  QCheckBox* accuracy_;
   QPushButton* run_;
   QPushButton* cancel_;
   QLabel* status_;
