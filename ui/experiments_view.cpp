@@ -192,6 +192,10 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   for (const std::string& scheme : quant_scheme_names()) quant->addItem(QString::fromStdString(scheme));
   quant->setCurrentText(c.quantize);
   configs_->setCellWidget(row, kQuantize, quant);
+  // Choosing a scheme is asking what it costs: the accuracy columns come with it.
+  connect(quant, &QComboBox::textActivated, this, [this](const QString& scheme) {
+    if (!scheme.isEmpty()) accuracy_->setChecked(true);
+  });
 }
 
 Experiment ExperimentsView::experiment() const {

@@ -39,6 +39,8 @@ class ExperimentsView : public QWidget {
 
   QTableWidget* configs_table() const { return configs_; }
   QTableWidget* results_table() const { return results_; }
+  QTextBrowser* outputs_browser() const { return outputs_; }
+  const std::vector<Experiment>& presets() const { return preset_list_; }
   int result_rows() const;
   bool is_running() const { return running_; }
   const std::vector<ExperimentResult>& results() const { return results_data_; }

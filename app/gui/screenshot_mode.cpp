@@ -119,6 +119,7 @@ void ScreenshotMode::on_chat_done() {
   e.prompts = QStringList{"Once upon a time", "The little dog was"};
   e.max_tokens = 40;
   e.temperature = 0.0f;
+  e.accuracy = true;
   e.configs = {ui::ExperimentConfig::named("F32 (stored)"), ui::ExperimentConfig::named("INT8"),
                ui::ExperimentConfig::named("INT4 g32")};
   e.configs[1].quantize = "int8";
