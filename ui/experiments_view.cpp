@@ -229,6 +229,10 @@ void ExperimentsView::set_experiment(const Experiment& e) {
   temperature_->setValue(e.temperature);
   seed_->setText(QString::number(e.seed));
   accuracy_->setChecked(e.accuracy);
+  {
+    const QSignalBlocker block(presets_);
+    presets_->setCurrentIndex(presets_->findText(e.name));   // -1 (blank) for an experiment of one's own
+  }
   configs_->setRowCount(0);
   for (const auto& c : e.configs) add_config_row(c);
   fit_heights();

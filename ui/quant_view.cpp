@@ -48,7 +48,7 @@ QString size_text(uint64_t bytes) {
   return QString::number(double(bytes) / 1024.0, 'f', 1) + " KiB";
 }
 
-const char* const kHeaders[] = {"tensor", "types", "MSE", "SNR dB", "max |err|", "size"};
+const char* const kHeaders[] = {"tensor", "quantized to", "MSE", "SNR dB", "max |err|", "size"};
 
 }  // namespace
 
@@ -142,7 +142,7 @@ QuantView::QuantView(QWidget* parent)
   split->addWidget(right);
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 1);
-  split->setSizes({560, 480});
+  split->setSizes({600, 440});
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(banner_);
@@ -293,7 +293,9 @@ void QuantView::fill_table() {
     auto* name = new QTableWidgetItem(QString::fromStdString(t.name));
     name->setData(kTensorIndexRole, i);
     table_->setItem(i, kTensor, name);
-    table_->setItem(i, kTypes, new QTableWidgetItem(QString::fromStdString(t.from + "→" + t.to)));
+    auto* types = new QTableWidgetItem(QString::fromStdString(t.to));
+    types->setToolTip(QString::fromStdString(t.from + " → " + t.to));
+    table_->setItem(i, kTypes, types);
     table_->setItem(i, kMse, new NumberItem(QString::number(t.mse, 'g', 4), t.mse));
     table_->setItem(i, kSnr, new NumberItem(std::isfinite(t.snr_db) ? QString::number(t.snr_db, 'f', 2) : QString("∞"),
                                             t.snr_db));
