@@ -5,7 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
-#include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -91,17 +91,20 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   config_buttons->addStretch(1);
   config_buttons->addWidget(accuracy_);
 
-  auto* params = new QFormLayout;
-  params->addRow(tr("Max tokens"), max_tokens_);
-  params->addRow(tr("Temperature"), temperature_);
-  params->addRow(tr("Seed"), seed_);
+  // Two rows beside the prompts (not a four-row form): the setup pane stays short, and the
+  // metrics and outputs below get the height.
+  auto* params = new QGridLayout;
+  params->addWidget(new QLabel(tr("Max tokens"), this), 0, 0);
+  params->addWidget(max_tokens_, 0, 1);
+  params->addWidget(new QLabel(tr("Temperature"), this), 0, 2);
+  params->addWidget(temperature_, 0, 3);
+  params->addWidget(new QLabel(tr("Seed"), this), 1, 0);
+  params->addWidget(seed_, 1, 1);
   accuracy_->setObjectName("experiment_accuracy");
   accuracy_->setToolTip(tr("Also measure each configuration's perplexity, KL divergence and greedy agreement against "
                            "the stored weights (on a built-in text): what its quantization scheme costs"));
-  auto* run_row = new QHBoxLayout;
-  run_row->addWidget(run_);
-  run_row->addWidget(cancel_);
-  params->addRow(run_row);
+  params->addWidget(run_, 1, 2);
+  params->addWidget(cancel_, 1, 3);
 
   auto* setup = new QGroupBox(tr("Configurations and prompts"), this);
   auto* setup_layout = new QVBoxLayout(setup);
@@ -387,15 +390,15 @@ void ExperimentsView::fit_heights() {
     t->setMinimumHeight(t->horizontalHeader()->sizeHint().height() + rows + scroll + 2 * t->frameWidth() + 2);
   };
   configs_->resizeRowsToContents();
-  fit_table(configs_, 2, 4);
+  fit_table(configs_, 2, 3);
   results_->resizeRowsToContents();
-  fit_table(results_, 2, 6);
+  fit_table(results_, 2, 4);
   // The outputs pane as tall as its wrapped text up to a cap: a two-line output is never cut
   // between its lines (beyond the cap it scrolls).
   QTextDocument* doc = outputs_->document();
   doc->setTextWidth(outputs_->viewport()->width());
   const int text_height = int(std::ceil(doc->size().height())) + 2 * outputs_->frameWidth() + 4;
-  const int want = std::clamp(text_height, 90, 260);
+  const int want = std::clamp(text_height, 90, 180);
   if (outputs_->minimumHeight() != want) outputs_->setMinimumHeight(want);
 }
 
