@@ -17,7 +17,6 @@
 #include <QVBoxLayout>
 
 #include <cmath>
-#include <limits>
 
 #include "error_histogram.h"
 #include "layer_error_chart.h"

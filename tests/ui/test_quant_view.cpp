@@ -167,6 +167,24 @@ class TestQuantView : public QObject {
     QCOMPARE(uitest::read_text(path), QString::fromStdString(quant_report_json(want) + "\n"));
   }
 
+  void an_evaluation_text_file_is_used_and_a_missing_one_is_refused() {
+    QVERIFY(!view()->set_text_file("/nonexistent/eval.txt"));
+    QVERIFY(view()->banner()->isVisible());
+    QVERIFY2(view()->banner()->text().contains("/nonexistent/eval.txt"), qPrintable(view()->banner()->text()));
+    QCOMPARE(QString::fromStdString(view()->options().text_name), QString("(built-in sample)"));
+
+    const QString path = QString(LLMWB_SOURCE_DIR) + "/tests/data/quant_eval_stories.txt";
+    QVERIFY(view()->set_text_file(path));
+    QVERIFY(run_and_wait("int8"));
+    QCOMPARE(QString::fromStdString(view()->report()->text_name), path);
+    QVERIFY(view()->report()->text.n_windows > 1);   // a long text: several context windows
+    const QuantReport want = engine_report("int8");
+    QCOMPARE(view()->report()->text.ppl_quant, want.text.ppl_quant);
+    QCOMPARE(view()->report()->text.n_scored, want.text.n_scored);
+    QVERIFY(view()->set_text_file({}));   // back to the built-in sample
+    QCOMPARE(view()->options().text, builtin_quant_eval_text());
+  }
+
   void cancel_in_the_middle_stops_the_run_and_the_gui_keeps_turning() {
     // The worker is held at its first progress report past 30% (a direct connection runs in
     // the worker thread) until the test has pressed Cancel: the cancel lands mid-run however
