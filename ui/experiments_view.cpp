@@ -16,6 +16,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QAbstractTextDocumentLayout>
 #include <QTextDocument>
 #include <QSaveFile>
 #include <QSpinBox>
@@ -141,6 +142,9 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   connect(remove, &QPushButton::clicked, this, [this] {
     if (configs_->currentRow() >= 0) configs_->removeRow(configs_->currentRow());
   });
+  // Re-wrapping (new outputs, a narrower pane) changes the document's height: follow it.
+  connect(outputs_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
+          &ExperimentsView::fit_outputs);
   connect(run_, &QPushButton::clicked, this, &ExperimentsView::run);
   connect(cancel_, &QPushButton::clicked, this, &ExperimentsView::cancel);
   connect(load, &QPushButton::clicked, this, [this] {
@@ -393,18 +397,16 @@ void ExperimentsView::fit_heights() {
   fit_table(configs_, 2, 3);
   results_->resizeRowsToContents();
   fit_table(results_, 2, 4);
-  // The outputs pane as tall as its wrapped text up to a cap: a two-line output is never cut
-  // between its lines (beyond the cap it scrolls).
-  QTextDocument* doc = outputs_->document();
-  doc->setTextWidth(outputs_->viewport()->width());
-  const int text_height = int(std::ceil(doc->size().height())) + 2 * outputs_->frameWidth() + 4;
-  const int want = std::clamp(text_height, 90, 180);
-  if (outputs_->minimumHeight() != want) outputs_->setMinimumHeight(want);
+  fit_outputs(outputs_->document()->size());
 }
 
-void ExperimentsView::resizeEvent(QResizeEvent* event) {
-  QWidget::resizeEvent(event);
-  fit_heights();   // a narrower pane wraps the outputs into more lines
+void ExperimentsView::fit_outputs(const QSizeF& document_size) {
+  // The outputs pane as tall as its wrapped text (the document as QTextBrowser lays it out at
+  // its viewport's width) up to a cap: a two-line output is never cut between its lines;
+  // beyond the cap it scrolls.
+  const int text_height = int(std::ceil(document_size.height())) + 2 * outputs_->frameWidth() + 2;
+  const int want = std::clamp(text_height, 90, 180);
+  if (outputs_->minimumHeight() != want) outputs_->setMinimumHeight(want);
 }
 
 QString ExperimentsView::outputs_html() const { return outputs_->toHtml(); }

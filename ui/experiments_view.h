@@ -61,9 +61,6 @@ class ExperimentsView : public QWidget {
   void on_result(const llmwb::ui::ExperimentResult& result);
   void on_finished(const QString& error);
 
- protected:
-  void resizeEvent(QResizeEvent* event) override;
-
  signals:
   void run_requested(const llmwb::ui::Experiment& experiment);
   void cancel_requested();
@@ -76,6 +73,7 @@ class ExperimentsView : public QWidget {
   void update_buttons();
   // Tables and the outputs pane as tall as their rows (up to a cap), so no row is cut in half.
   void fit_heights();
+  void fit_outputs(const QSizeF& document_size);
 
   QComboBox* presets_;
   std::vector<Experiment> preset_list_;
