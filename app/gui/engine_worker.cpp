@@ -345,27 +345,29 @@ void EngineWorker::add_accuracy_metrics(const ui::Experiment& e, const ui::Exper
   o.greedy_tokens = std::max(1, e.max_tokens);
   o.tensor_errors = false;   // the per-tensor view is the quantization tab's
   o.progress = [this](double, const std::string&) { return !cancel_experiment_; };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN (shown as "–") when the measurement fails, so the columns of every row still line up.
+  std::vector<std::pair<QString, double>> figures = {
+      {"perplexity", nan}, {"ppl vs stored %", nan}, {"KL vs stored", nan}, {"greedy agree %", nan}};
   try {
     const QuantReport r = quant_report_for_loaded_model(o);
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    std::vector<std::pair<QString, double>> figures = {
-        {"perplexity", r.text.ppl_quant},
-        {"ppl vs stored %", 100.0 * (r.text.ppl_quant / r.text.ppl_ref - 1.0)},
-        {"KL vs stored", r.text.kl_mean},
-        {"greedy agree %", r.greedy.n_tokens > 0 ? 100.0 * r.greedy.n_same / r.greedy.n_tokens : nan}};
-    // Next to the speed columns, with the weight size: F32 / INT8 / INT4 side by side read as
-    // "this fast, this small, this accurate".
-    auto& m = result.metrics;
-    auto weights = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "weights MiB"; });
-    if (weights != m.end()) {
-      figures.insert(figures.begin(), *weights);
-      m.erase(weights);
-    }
-    auto after = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "decode tok/s"; });
-    m.insert(after == m.end() ? m.end() : after + 1, figures.begin(), figures.end());
+    figures[0].second = r.text.ppl_quant;
+    figures[1].second = 100.0 * (r.text.ppl_quant / r.text.ppl_ref - 1.0);
+    figures[2].second = r.text.kl_mean;
+    if (r.greedy.n_tokens > 0) figures[3].second = 100.0 * r.greedy.n_same / r.greedy.n_tokens;
   } catch (const std::exception& ex) {
     result.error = cancel_experiment_ ? QString("cancelled") : QString::fromStdString(ex.what());
   }
+  // Next to the speed columns, with the weight size: F32 / INT8 / INT4 side by side read as
+  // "this fast, this small, this accurate".
+  auto& m = result.metrics;
+  auto weights = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "weights MiB"; });
+  if (weights != m.end()) {
+    figures.insert(figures.begin(), *weights);
+    m.erase(weights);
+  }
+  auto after = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "decode tok/s"; });
+  m.insert(after == m.end() ? m.end() : after + 1, figures.begin(), figures.end());
 }
 
 void EngineWorker::run_quant_report(const QuantReportOptions& options) {
