@@ -61,6 +61,7 @@ QJsonObject Experiment::to_json() const {
                      {"seed", QString::number(seed)},
                      {"temperature", double(temperature)},
                      {"max_tokens", max_tokens},
+                     {"accuracy", accuracy},
                      {"configs", configs_json}};
 }
 
@@ -81,6 +82,7 @@ Experiment Experiment::from_json(const QJsonObject& o, const QString& where) {
   if (!ok) throw Error(w, "'seed' is not an unsigned integer");
   e.temperature = float(o.value("temperature").toDouble(e.temperature));
   e.max_tokens = o.value("max_tokens").toInt(e.max_tokens);
+  e.accuracy = o.value("accuracy").toBool(e.accuracy);
   for (const auto& c : o.value("configs").toArray()) {
     if (!c.isObject()) throw Error(w, "each entry of 'configs' must be an object");
     e.configs.push_back(ExperimentConfig::from_json(c.toObject()));

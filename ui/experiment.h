@@ -44,6 +44,10 @@ struct Experiment {
   quint64 seed = 1234;
   float temperature = 0.0f;
   int max_tokens = 64;
+  // Also measure each configuration's accuracy against the stored weights (perplexity, KL
+  // divergence, greedy agreement on a built-in text): what a quantization scheme costs. It
+  // loads the model twice more per configuration, so it is off unless asked for.
+  bool accuracy = false;
   std::vector<ExperimentConfig> configs;
 
   SamplingParams sampling_params() const;

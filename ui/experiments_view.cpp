@@ -5,7 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
-#include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -15,6 +15,9 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollBar>
+#include <QAbstractTextDocumentLayout>
+#include <QTextDocument>
 #include <QSaveFile>
 #include <QSpinBox>
 #include <QSplitter>
@@ -22,8 +25,10 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
+#include "llmwb/quant_report.h"
 #include "token_text.h"
 
 namespace llmwb::ui {
@@ -43,6 +48,7 @@ ExperimentsView::ExperimentsView(QWidget* parent)
       max_tokens_(new QSpinBox(this)),
       temperature_(new QDoubleSpinBox(this)),
       seed_(new QLineEdit(this)),
+      accuracy_(new QCheckBox(tr("Accuracy vs stored weights"), this)),
       run_(new QPushButton(tr("Run"), this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
       status_(new QLabel(this)),
@@ -58,9 +64,6 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   configs_->verticalHeader()->setVisible(false);
   prompts_->setPlaceholderText(tr("One prompt per line (an empty line: BOS alone)"));
   prompts_->setMaximumHeight(64);
-  configs_->setMinimumHeight(100);
-  results_->setMinimumHeight(90);
-  outputs_->setMinimumHeight(90);
   max_tokens_->setRange(1, 1 << 16);
   temperature_->setRange(0.0, 5.0);
   temperature_->setSingleStep(0.1);
@@ -87,15 +90,22 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   config_buttons->addWidget(add);
   config_buttons->addWidget(remove);
   config_buttons->addStretch(1);
+  config_buttons->addWidget(accuracy_);
 
-  auto* params = new QFormLayout;
-  params->addRow(tr("Max tokens"), max_tokens_);
-  params->addRow(tr("Temperature"), temperature_);
-  params->addRow(tr("Seed"), seed_);
-  auto* run_row = new QHBoxLayout;
-  run_row->addWidget(run_);
-  run_row->addWidget(cancel_);
-  params->addRow(run_row);
+  // Two rows beside the prompts (not a four-row form): the setup pane stays short, and the
+  // metrics and outputs below get the height.
+  auto* params = new QGridLayout;
+  params->addWidget(new QLabel(tr("Max tokens"), this), 0, 0);
+  params->addWidget(max_tokens_, 0, 1);
+  params->addWidget(new QLabel(tr("Temperature"), this), 0, 2);
+  params->addWidget(temperature_, 0, 3);
+  params->addWidget(new QLabel(tr("Seed"), this), 1, 0);
+  params->addWidget(seed_, 1, 1);
+  accuracy_->setObjectName("experiment_accuracy");
+  accuracy_->setToolTip(tr("Also measure each configuration's perplexity, KL divergence and greedy agreement against "
+                           "the stored weights (on a built-in text): what its quantization scheme costs"));
+  params->addWidget(run_, 1, 2);
+  params->addWidget(cancel_, 1, 3);
 
   auto* setup = new QGroupBox(tr("Configurations and prompts"), this);
   auto* setup_layout = new QVBoxLayout(setup);
@@ -132,6 +142,9 @@ ExperimentsView::ExperimentsView(QWidget* parent)
   connect(remove, &QPushButton::clicked, this, [this] {
     if (configs_->currentRow() >= 0) configs_->removeRow(configs_->currentRow());
   });
+  // Re-wrapping (new outputs, a narrower pane) changes the document's height: follow it.
+  connect(outputs_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
+          &ExperimentsView::fit_outputs);
   connect(run_, &QPushButton::clicked, this, &ExperimentsView::run);
   connect(cancel_, &QPushButton::clicked, this, &ExperimentsView::cancel);
   connect(load, &QPushButton::clicked, this, [this] {
@@ -182,9 +195,14 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   configs_->setCellWidget(row, kKvDtype, kv);
   auto* quant = new QComboBox(configs_);
   quant->setEditable(true);
-  quant->addItems({"", "int8", "int4"});
+  quant->addItem("");   // as stored
+  for (const std::string& scheme : quant_scheme_names()) quant->addItem(QString::fromStdString(scheme));
   quant->setCurrentText(c.quantize);
   configs_->setCellWidget(row, kQuantize, quant);
+  // Choosing a scheme is asking what it costs: the accuracy columns come with it.
+  connect(quant, &QComboBox::textActivated, this, [this](const QString& scheme) {
+    if (!scheme.isEmpty()) accuracy_->setChecked(true);
+  });
 }
 
 Experiment ExperimentsView::experiment() const {
@@ -195,6 +213,7 @@ Experiment ExperimentsView::experiment() const {
   e.max_tokens = max_tokens_->value();
   e.temperature = float(temperature_->value());
   e.seed = seed_->text().toULongLong();
+  e.accuracy = accuracy_->isChecked();
   for (int row = 0; row < configs_->rowCount(); ++row) {
     ExperimentConfig c;
     c.name = configs_->item(row, kName) ? configs_->item(row, kName)->text() : QString("config %1").arg(row + 1);
@@ -216,8 +235,14 @@ void ExperimentsView::set_experiment(const Experiment& e) {
   max_tokens_->setValue(e.max_tokens);
   temperature_->setValue(e.temperature);
   seed_->setText(QString::number(e.seed));
+  accuracy_->setChecked(e.accuracy);
+  {
+    const QSignalBlocker block(presets_);
+    presets_->setCurrentIndex(presets_->findText(e.name));   // -1 (blank) for an experiment of one's own
+  }
   configs_->setRowCount(0);
   for (const auto& c : e.configs) add_config_row(c);
+  fit_heights();
 }
 
 void ExperimentsView::load_presets(const QString& path) {
@@ -294,13 +319,18 @@ void ExperimentsView::on_result(const ExperimentResult& r) {
   for (int c = 0; c < int(r.metrics.size()) && c + 1 < results_->columnCount(); ++c) {
     const double v = r.metrics[size_t(c)].second;
     const bool integral = !std::isnan(v) && v == std::floor(v);
-    auto* item = new QTableWidgetItem(std::isnan(v) ? QString("–")
-                                      : QString::number(v, 'f', integral || std::abs(v) >= 100 ? 0 : 2));
+    // Small figures (KL divergences) keep three significant digits instead of rounding to 0.00.
+    const QString text = std::isnan(v)                             ? QString("–")
+                         : integral || std::abs(v) >= 100          ? QString::number(v, 'f', 0)
+                         : std::abs(v) < 0.1                       ? QString::number(v, 'g', 3)
+                                                                   : QString::number(v, 'f', 2);
+    auto* item = new QTableWidgetItem(text);
     item->setData(Qt::UserRole, v);
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     results_->setItem(row, c + 1, item);
   }
   render_outputs();
+  fit_heights();
 }
 
 void ExperimentsView::on_finished(const QString& error_text) {
@@ -352,6 +382,31 @@ void ExperimentsView::render_outputs() {
   }
   html += "</table>";
   outputs_->setHtml(html);
+}
+
+void ExperimentsView::fit_heights() {
+  // A table shows up to `max_rows` rows without scrolling; the splitter gives way instead.
+  auto fit_table = [](QTableWidget* t, int min_rows, int max_rows) {
+    int rows = 0;
+    for (int r = 0; r < std::min(std::max(t->rowCount(), min_rows), max_rows); ++r)
+      rows += r < t->rowCount() ? t->rowHeight(r) : t->verticalHeader()->defaultSectionSize();
+    const int scroll = t->horizontalScrollBar()->sizeHint().height();
+    t->setMinimumHeight(t->horizontalHeader()->sizeHint().height() + rows + scroll + 2 * t->frameWidth() + 2);
+  };
+  configs_->resizeRowsToContents();
+  fit_table(configs_, 2, 3);
+  results_->resizeRowsToContents();
+  fit_table(results_, 2, 4);
+  fit_outputs(outputs_->document()->size());
+}
+
+void ExperimentsView::fit_outputs(const QSizeF& document_size) {
+  // The outputs pane as tall as its wrapped text (the document as QTextBrowser lays it out at
+  // its viewport's width) up to a cap: a two-line output is never cut between its lines;
+  // beyond the cap it scrolls.
+  const int text_height = int(std::ceil(document_size.height())) + 2 * outputs_->frameWidth() + 2;
+  const int want = std::clamp(text_height, 90, 180);
+  if (outputs_->minimumHeight() != want) outputs_->setMinimumHeight(want);
 }
 
 QString ExperimentsView::outputs_html() const { return outputs_->toHtml(); }

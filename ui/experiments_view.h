@@ -11,6 +11,7 @@
 
 #include "experiment.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -38,6 +39,8 @@ class ExperimentsView : public QWidget {
 
   QTableWidget* configs_table() const { return configs_; }
   QTableWidget* results_table() const { return results_; }
+  QTextBrowser* outputs_browser() const { return outputs_; }
+  const std::vector<Experiment>& presets() const { return preset_list_; }
   int result_rows() const;
   bool is_running() const { return running_; }
   const std::vector<ExperimentResult>& results() const { return results_data_; }
@@ -68,6 +71,9 @@ class ExperimentsView : public QWidget {
   void add_config_row(const ExperimentConfig& c);
   void render_outputs();
   void update_buttons();
+  // Tables and the outputs pane as tall as their rows (up to a cap), so no row is cut in half.
+  void fit_heights();
+  void fit_outputs(const QSizeF& document_size);
 
   QComboBox* presets_;
   std::vector<Experiment> preset_list_;
@@ -77,6 +83,7 @@ class ExperimentsView : public QWidget {
   QSpinBox* max_tokens_;
   QDoubleSpinBox* temperature_;
   QLineEdit* seed_;
+  QCheckBox* accuracy_;
   QPushButton* run_;
   QPushButton* cancel_;
   QLabel* status_;

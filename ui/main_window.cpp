@@ -25,6 +25,7 @@
 #include "llmwb/chat_template.h"
 #include "message_banner.h"
 #include "model_info_panel.h"
+#include "quant_view.h"
 #include "settings_dialog.h"
 #include "theme.h"
 #include "throughput_chart.h"
@@ -44,6 +45,7 @@ MainWindow::MainWindow(QWidget* parent)
       chat_(new ChatView(this)),
       completion_(new CompletionView(this)),
       experiments_(new ExperimentsView(this)),
+      quant_(new QuantView(this)),
       throughput_(new ThroughputChart(this)),
       kv_(new KvBlockMap(this)),
       attention_(new AttentionHeatmap(this)),
@@ -70,6 +72,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(chat_, tr("Chat"));
   tabs_->addTab(completion_, tr("Completion"));
   tabs_->addTab(experiments_, tr("Experiments"));
+  tabs_->addTab(quant_, tr("Quantization"));
 
   info_dock_ = add_dock(tr("Model"), "dock_model", info_panel_, Qt::RightDockWidgetArea);
   throughput_dock_ = add_dock(tr("Throughput"), "dock_throughput", throughput_, Qt::BottomDockWidgetArea);
@@ -105,6 +108,8 @@ MainWindow::MainWindow(QWidget* parent)
   connect(experiments_, &ExperimentsView::run_requested, this, &MainWindow::experiment_requested);
   connect(experiments_, &ExperimentsView::cancel_requested, this, &MainWindow::cancel_experiment_requested);
   connect(experiments_, &ExperimentsView::error, this, &MainWindow::show_error);
+  connect(quant_, &QuantView::run_requested, this, &MainWindow::quant_report_requested);
+  connect(quant_, &QuantView::cancel_requested, this, &MainWindow::cancel_quant_report_requested);
   connect(attention_, &AttentionHeatmap::capture_changed, this, &MainWindow::attention_capture_requested);
   experiments_->load_presets(":/presets/experiments.json");
 
@@ -235,6 +240,7 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   completion_->set_model_ready(false);
   chat_->set_model(false, ChatFormat::Completion, {});
   experiments_->set_model_ready(false);
+  quant_->set_model_ready(false);
   kv_->clear();
   throughput_->clear();
   timeline_->clear();
@@ -287,6 +293,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   chat_->set_model(true, format, name);
   experiments_->set_vocabulary(vocabulary);
   experiments_->set_model_ready(true);
+  quant_->set_model_ready(true);
   attention_->set_model(info.n_layers, info.n_heads, vocabulary);
   AppSettings::add_recent_model(loading_path_);
   refresh_recent_menu();
@@ -358,12 +365,14 @@ void MainWindow::send_current() {
   if (tabs_->currentWidget() == chat_) chat_->send();
   else if (tabs_->currentWidget() == completion_) completion_->generate();
   else if (tabs_->currentWidget() == experiments_) experiments_->run();
+  else if (tabs_->currentWidget() == quant_) quant_->run();
 }
 
 void MainWindow::stop_current() {
   chat_->stop();
   completion_->stop();
   experiments_->cancel();
+  quant_->cancel();
 }
 
 QWidget* MainWindow::view_widget(View view) const {
@@ -371,6 +380,7 @@ QWidget* MainWindow::view_widget(View view) const {
     case View::Chat: return chat_;
     case View::Completion: return completion_;
     case View::Experiments: return experiments_;
+    case View::Quantization: return quant_;
     case View::Throughput: return throughput_;
     case View::KvCache: return kv_;
     case View::Attention: return attention_;
@@ -384,6 +394,7 @@ void MainWindow::show_view(View view) {
   switch (view) {
     case View::Chat:
     case View::Completion:
+    case View::Quantization:
     case View::Experiments: tabs_->setCurrentWidget(view_widget(view)); break;
     case View::Throughput: throughput_dock_->show(); throughput_dock_->raise(); break;
     case View::KvCache: kv_dock_->show(); kv_dock_->raise(); break;

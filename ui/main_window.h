@@ -1,4 +1,4 @@
-// main_window.h — the application window: chat, completion and experiments in tabs, the
+// main_window.h — the application window: chat, completion, experiments and quantization in tabs, the
 // live profiling views (throughput, KV cache, attention, timeline) and the model info in docks.
 //
 // The window talks to the engine only through signals (requests out) and slots (results in);
@@ -30,6 +30,7 @@ class ExperimentsView;
 class KvBlockMap;
 class MessageBanner;
 class ModelInfoPanel;
+class QuantView;
 class ThroughputChart;
 class TimelineView;
 
@@ -37,7 +38,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Chat, Completion, Experiments, Throughput, KvCache, Attention, Timeline, ModelInfo };
+  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -60,6 +61,7 @@ class MainWindow : public QMainWindow {
   CompletionView* completion_view() const { return completion_; }
   ChatView* chat_view() const { return chat_; }
   ExperimentsView* experiments_view() const { return experiments_; }
+  QuantView* quant_view() const { return quant_; }
   ThroughputChart* throughput_chart() const { return throughput_; }
   KvBlockMap* kv_map() const { return kv_; }
   AttentionHeatmap* attention_heatmap() const { return attention_; }
@@ -88,6 +90,8 @@ class MainWindow : public QMainWindow {
   void step_delay_requested(int milliseconds);
   void experiment_requested(const llmwb::ui::Experiment& experiment);
   void cancel_experiment_requested();
+  void quant_report_requested(const llmwb::QuantReportOptions& options);
+  void cancel_quant_report_requested();
   void model_ready();
 
  protected:
@@ -119,6 +123,7 @@ class MainWindow : public QMainWindow {
   ChatView* chat_;
   CompletionView* completion_;
   ExperimentsView* experiments_;
+  QuantView* quant_;
   ThroughputChart* throughput_;
   KvBlockMap* kv_;
   AttentionHeatmap* attention_;

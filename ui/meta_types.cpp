@@ -5,6 +5,8 @@ namespace llmwb::ui {
 void register_meta_types() {
   qRegisterMetaType<llmwb::EngineConfig>();
   qRegisterMetaType<llmwb::ModelInfo>();
+  qRegisterMetaType<llmwb::QuantReportOptions>();
+  qRegisterMetaType<llmwb::QuantReport>();
   qRegisterMetaType<GenerationRequest>();
   qRegisterMetaType<TokenDelta>();
   qRegisterMetaType<TelemetryFrame>();

@@ -10,11 +10,14 @@
 #include "generation_request.h"
 #include "llmwb/engine_config.h"
 #include "llmwb/model_info.h"
+#include "llmwb/quant_report.h"
 #include "telemetry_frame.h"
 #include "token_delta.h"
 
 Q_DECLARE_METATYPE(llmwb::EngineConfig)
 Q_DECLARE_METATYPE(llmwb::ModelInfo)
+Q_DECLARE_METATYPE(llmwb::QuantReportOptions)
+Q_DECLARE_METATYPE(llmwb::QuantReport)
 
 namespace llmwb::ui {
 

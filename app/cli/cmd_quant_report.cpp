@@ -5,13 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "args.h"
 #include "command.h"
 #include "llmwb/errors.h"
-#include "quant/quant_report.h"
+#include "llmwb/quant_report.h"
 
 namespace llmwb::cli {
 namespace {
@@ -22,52 +21,6 @@ std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// JSON has no infinity: an exact tensor's SNR is null.
-nlohmann::ordered_json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nullptr; }
-
-nlohmann::ordered_json to_json(const QuantReport& r) {
-  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
-  for (const TensorError& t : r.tensors) {
-    tensors.push_back({{"name", t.name},
-                       {"from", dtype_name(t.from)},
-                       {"to", dtype_name(t.to)},
-                       {"numel", t.numel},
-                       {"bytes_from", t.bytes_from},
-                       {"bytes_to", t.bytes_to},
-                       {"mse", t.mse},
-                       {"snr_db", finite_or_null(t.snr_db)},
-                       {"max_abs_err", t.max_abs},
-                       {"histogram", {{"lo", -t.max_abs}, {"hi", t.max_abs}, {"counts", t.histogram}}}});
-  }
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array(), matmuls = nlohmann::ordered_json::array();
-  for (const OutputError& o : r.outputs) {
-    (o.label.rfind("layer ", 0) == 0 ? layers : matmuls).push_back({{"name", o.label}, {"rel_err", o.rel_err}});
-  }
-  return {{"model", r.model},
-          {"scheme", r.scheme},
-          {"weight_bytes_before", r.weight_bytes_before},
-          {"weight_bytes_after", r.weight_bytes_after},
-          {"tensors", tensors},
-          {"layer_output_rel_err", layers},
-          {"matmul_output_rel_err", matmuls},
-          {"text",
-           {{"source", r.text_name},
-            {"tokens_scored", r.text.n_scored},
-            {"windows", r.text.n_windows},
-            {"ppl_ref", r.text.ppl_ref},
-            {"ppl_quant", r.text.ppl_quant},
-            {"ppl_change", r.text.ppl_quant / r.text.ppl_ref - 1.0},
-            {"kl_mean", r.text.kl_mean},
-            {"kl_max", r.text.kl_max},
-            {"top1_agreement", r.text.top1_agreement}}},
-          {"greedy",
-           {{"tokens", r.greedy.n_tokens},
-            {"same", r.greedy.n_same},
-            {"first_divergence", r.greedy.first_divergence},
-            {"ref", r.greedy.ref},
-            {"quant", r.greedy.quant}}}};
 }
 
 void print_text(const QuantReport& r) {
@@ -81,7 +34,7 @@ void print_text(const QuantReport& r) {
     for (uint64_t c : t.histogram) peak = std::max(peak, c);
     std::string bar;
     for (uint64_t c : t.histogram) bar += static_cast<char>('0' + (c * 9 + peak - 1) / peak);
-    std::printf("%-28s %-5s %-13s %12.4g %9.2f %12.4g  [%s]\n", t.name.c_str(), dtype_name(t.from), dtype_name(t.to), t.mse,
+    std::printf("%-28s %-5s %-13s %12.4g %9.2f %12.4g  [%s]\n", t.name.c_str(), t.from.c_str(), t.to.c_str(), t.mse,
                 t.snr_db, t.max_abs, bar.c_str());
   }
   std::printf("\nrelative error of layer outputs (residual stream) on the calibration prompt:\n");
@@ -120,14 +73,11 @@ int run_quant_report(const std::vector<std::string>& argv) {
   } else {
     // Without --text: a short story in the style most small Llama test models were trained on.
     o.text_name = "(built-in sample)";
-    o.text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
-             "One day, she saw a big, red ball under a tree. She ran to get it, but a dog was faster. "
-             "The dog took the ball and ran away. Lily was sad, but then the dog came back and gave her the ball. "
-             "They played together all day, and Lily was very happy.";
+    o.text = builtin_quant_eval_text();
   }
   const QuantReport r = make_quant_report(o);
   if (a.flag("json")) {
-    std::cout << to_json(r).dump(2) << "\n";
+    std::cout << quant_report_json(r) << "\n";
   } else {
     print_text(r);
   }

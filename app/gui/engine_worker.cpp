@@ -2,6 +2,7 @@
 
 #include <QTimer>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -21,6 +22,8 @@ void EngineWorker::cancel_load(quint64 ticket) {
 }
 
 void EngineWorker::cancel_experiment() { cancel_experiment_ = true; }
+
+void EngineWorker::cancel_quant_report() { cancel_quant_ = true; }
 
 void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
   fail_all("the model was unloaded");
@@ -320,7 +323,79 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
       {"preemptions", double(t.preemptions_total)},
       {"prefix hit tokens", double(t.prefix_cache_hit_tokens_total)},
   };
+  engine.reset();  // the accuracy run loads the model twice more: free this copy first
+  if (e.accuracy) add_accuracy_metrics(e, cfg, result);
   return result;
+}
+
+QuantReport EngineWorker::quant_report_for_loaded_model(QuantReportOptions o) const {
+  o.model_path = config_.model;
+  o.tokenizer_path = config_.tokenizer;
+  return make_quant_report(o);
+}
+
+void EngineWorker::add_accuracy_metrics(const ui::Experiment& e, const ui::ExperimentConfig& cfg,
+                                        ui::ExperimentResult& result) {
+  emit experiment_progress(result.config_index, "measuring accuracy of " + cfg.name);
+  QuantReportOptions o;
+  o.scheme = cfg.quantize.toStdString();   // "": the stored weights, the baseline row
+  o.text = builtin_quant_eval_text();
+  o.text_name = "(built-in sample)";
+  o.threads = cfg.threads;
+  o.greedy_tokens = std::max(1, e.max_tokens);
+  o.tensor_errors = false;   // the per-tensor view is the quantization tab's
+  o.progress = [this](double, const std::string&) { return !cancel_experiment_; };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN (shown as "–") when the measurement fails, so the columns of every row still line up.
+  std::vector<std::pair<QString, double>> figures = {
+      {"perplexity", nan}, {"ppl vs stored %", nan}, {"KL vs stored", nan}, {"greedy agree %", nan}};
+  try {
+    const QuantReport r = quant_report_for_loaded_model(o);
+    figures[0].second = r.text.ppl_quant;
+    figures[1].second = 100.0 * (r.text.ppl_quant / r.text.ppl_ref - 1.0);
+    figures[2].second = r.text.kl_mean;
+    if (r.greedy.n_tokens > 0) figures[3].second = 100.0 * r.greedy.n_same / r.greedy.n_tokens;
+  } catch (const std::exception& ex) {
+    result.error = cancel_experiment_ ? QString("cancelled") : QString::fromStdString(ex.what());
+  }
+  // Next to the speed columns, with the weight size: F32 / INT8 / INT4 side by side read as
+  // "this fast, this small, this accurate".
+  auto& m = result.metrics;
+  auto weights = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "weights MiB"; });
+  if (weights != m.end()) {
+    figures.insert(figures.begin(), *weights);
+    m.erase(weights);
+  }
+  auto after = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "decode tok/s"; });
+  m.insert(after == m.end() ? m.end() : after + 1, figures.begin(), figures.end());
+}
+
+void EngineWorker::run_quant_report(const QuantReportOptions& options) {
+  cancel_quant_ = false;
+  if (!engine_) {
+    emit quant_report_failed("load a model first: the report measures the loaded model", false);
+    return;
+  }
+  QElapsedTimer since_report;
+  since_report.start();
+  double last_fraction = -1.0;
+  QuantReportOptions o = options;
+  if (o.threads <= 0) o.threads = config_.threads;
+  o.progress = [&](double fraction, const std::string& what) {
+    // A signal at most ~30 times a second; the cancel flag is read at every call.
+    if (fraction >= 1.0 || fraction - last_fraction >= 0.02 || since_report.elapsed() > 30) {
+      emit quant_progress(fraction, QString::fromStdString(what));
+      last_fraction = fraction;
+      since_report.restart();
+    }
+    return !cancel_quant_;
+  };
+  try {
+    const QuantReport r = quant_report_for_loaded_model(o);
+    emit quant_report_ready(r);
+  } catch (const std::exception& e) {
+    emit quant_report_failed(cancel_quant_ ? QString("cancelled") : QString::fromStdString(e.what()), cancel_quant_);
+  }
 }
 
 }  // namespace llmwb::gui

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "llmwb/engine.h"
+#include "llmwb/quant_report.h"
 #include "meta_types.h"
 
 namespace llmwb::gui {
@@ -34,6 +35,7 @@ class EngineWorker : public QObject {
   // `ticket` cancels that load and every earlier one, whether it has started yet or not.
   void cancel_load(quint64 ticket);
   void cancel_experiment();
+  void cancel_quant_report();
 
   // Frames and deltas are sent at most this often while generating.
   static constexpr int kFrameIntervalMs = 33;
@@ -51,6 +53,10 @@ class EngineWorker : public QObject {
   void set_step_delay(int milliseconds);
   // Runs `experiment` configuration after configuration on fresh engines for the loaded model.
   void run_experiment(const llmwb::ui::Experiment& experiment);
+  // Measures what a quantization scheme costs the loaded model (llmwb::make_quant_report on
+  // its file, with the loaded model's tokenizer and thread count); `options` supplies the
+  // scheme and the evaluation text. Progress, the report or the failure come back as signals.
+  void run_quant_report(const llmwb::QuantReportOptions& options);
 
  signals:
   void load_progress(double fraction, const QString& what);
@@ -62,6 +68,9 @@ class EngineWorker : public QObject {
   void experiment_progress(int config_index, const QString& what);
   void experiment_result(const llmwb::ui::ExperimentResult& result);
   void experiment_finished(const QString& error);
+  void quant_progress(double fraction, const QString& what);
+  void quant_report_ready(const llmwb::QuantReport& report);
+  void quant_report_failed(const QString& error, bool cancelled);
 
  private:
   struct Active {
@@ -81,6 +90,10 @@ class EngineWorker : public QObject {
   void fail_all(const QString& error);
   ui::TokenDelta finish_delta(Active& a, FinishReason reason, const std::string& error);
   ui::ExperimentResult run_configuration(const ui::Experiment& e, int index);
+  // Accuracy of one experiment configuration against the stored weights (appended metrics).
+  void add_accuracy_metrics(const ui::Experiment& e, const ui::ExperimentConfig& cfg, ui::ExperimentResult& result);
+  // make_quant_report for the loaded model: its path, tokenizer and threads filled in.
+  QuantReport quant_report_for_loaded_model(QuantReportOptions o) const;
 
   std::unique_ptr<Engine> engine_;
   EngineConfig config_;
@@ -92,6 +105,7 @@ class EngineWorker : public QObject {
   std::optional<AttentionCaptureRequest> capture_;
   std::atomic<quint64> cancelled_up_to_{0};
   std::atomic<bool> cancel_experiment_{false};
+  std::atomic<bool> cancel_quant_{false};
 };
 
 }  // namespace llmwb::gui

@@ -14,6 +14,7 @@
 #include "chat_view.h"
 #include "completion_view.h"
 #include "experiments_view.h"
+#include "quant_view.h"
 #include "sampling_params_editor.h"
 
 namespace llmwb::gui {
@@ -114,12 +115,15 @@ void ScreenshotMode::on_chat_done() {
   w.show_view(MainWindow::View::Experiments);
   ui::ExperimentsView* x = w.experiments_view();
   ui::Experiment e;
-  e.name = "threads 1 vs 2";
+  e.name = "F32 vs INT8 vs INT4";
   e.prompts = QStringList{"Once upon a time", "The little dog was"};
   e.max_tokens = 40;
   e.temperature = 0.0f;
-  e.configs = {ui::ExperimentConfig::named("1 thread, block 16", 1, 16),
-               ui::ExperimentConfig::named("2 threads, block 8", 2, 8)};
+  e.accuracy = true;
+  e.configs = {ui::ExperimentConfig::named("F32 (stored)"), ui::ExperimentConfig::named("INT8"),
+               ui::ExperimentConfig::named("INT4 g32")};
+  e.configs[1].quantize = "int8";
+  e.configs[2].quantize = "int4-g32";
   x->set_experiment(e);
   x->run();
   if (!wait_for([x] { return !x->is_running(); }, 180)) return fail("the experiment did not finish");
@@ -128,6 +132,14 @@ void ScreenshotMode::on_chat_done() {
 
 void ScreenshotMode::on_experiment_done() {
   if (!capture("experiments")) return;
+  MainWindow& w = bench_.window();
+  w.show_view(MainWindow::View::Quantization);
+  ui::QuantView* q = w.quant_view();
+  q->set_scheme("int4-g32");
+  q->run();
+  if (!wait_for([q] { return !q->is_running(); }, 180)) return fail("the quantization report did not finish");
+  if (!q->report()) return fail("the quantization report failed");
+  if (!capture("quantization")) return;
   QTextStream(stdout) << "wrote " << written_.size() << " screenshots to " << dir_ << "\n";
   QApplication::exit(0);
 }

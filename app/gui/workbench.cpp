@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "quant_view.h"
+
 namespace llmwb::gui {
 
 Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui::MainWindow>()) {
@@ -19,10 +21,12 @@ Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui:
           Qt::QueuedConnection);
   connect(w, &ui::MainWindow::step_delay_requested, e, &EngineWorker::set_step_delay, Qt::QueuedConnection);
   connect(w, &ui::MainWindow::experiment_requested, e, &EngineWorker::run_experiment, Qt::QueuedConnection);
+  connect(w, &ui::MainWindow::quant_report_requested, e, &EngineWorker::run_quant_report, Qt::QueuedConnection);
   // Cancellation must reach a worker that is busy loading or experimenting, so it sets an
   // atomic flag directly from the GUI thread instead of waiting in the queue.
   connect(w, &ui::MainWindow::cancel_load_requested, w, [e](quint64 ticket) { e->cancel_load(ticket); });
   connect(w, &ui::MainWindow::cancel_experiment_requested, w, [e] { e->cancel_experiment(); });
+  connect(w, &ui::MainWindow::cancel_quant_report_requested, w, [e] { e->cancel_quant_report(); });
   // Engine -> GUI: queued into the GUI thread.
   connect(e, &EngineWorker::load_progress, w, &ui::MainWindow::on_load_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::model_loaded, w, &ui::MainWindow::on_model_loaded, Qt::QueuedConnection);
@@ -33,12 +37,17 @@ Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui:
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_finished, x, &ui::ExperimentsView::on_finished, Qt::QueuedConnection);
+  ui::QuantView* q = w->quant_view();
+  connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
+  connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);
+  connect(e, &EngineWorker::quant_report_failed, q, &ui::QuantView::on_failed, Qt::QueuedConnection);
   thread_.start();
 }
 
 Workbench::~Workbench() {
   worker_->cancel_load(std::numeric_limits<quint64>::max());
   worker_->cancel_experiment();
+  worker_->cancel_quant_report();
   thread_.quit();
   thread_.wait();
   delete worker_;  // the thread has stopped: no event of the worker's can still run

@@ -95,7 +95,7 @@ ModelComparison::ModelComparison(const ModelConfig& ref_config, LlamaWeights ref
 
 ModelComparison::~ModelComparison() = default;
 
-TextScore ModelComparison::score_text(const std::vector<int>& tokens, int window) {
+TextScore ModelComparison::score_text(const std::vector<int>& tokens, int window, const std::function<void(double)>& progress) {
   const int ctx = std::max(2, std::min(window > 0 ? window : config_.max_seq_len, config_.max_seq_len));
   const int vocab = config_.vocab_size;
   TextScore s;
@@ -129,6 +129,7 @@ TextScore ModelComparison::score_text(const std::vector<int>& tokens, int window
       ++s.n_scored;
     }
     ++s.n_windows;
+    if (progress) progress(static_cast<double>(start + m) / static_cast<double>(tokens.size()));
   }
   if (s.n_scored == 0) throw Error("score_text", "the text has no tokens to score");
   s.ppl_ref = std::exp(nll_ref / s.n_scored);
@@ -138,7 +139,7 @@ TextScore ModelComparison::score_text(const std::vector<int>& tokens, int window
   return s;
 }
 
-GreedyAgreement ModelComparison::greedy(const std::vector<int>& prompt, int n_new) {
+GreedyAgreement ModelComparison::greedy(const std::vector<int>& prompt, int n_new, const std::function<void(double)>& progress) {
   if (prompt.empty()) throw Error("greedy", "empty prompt");
   const int vocab = config_.vocab_size;
   const int n = std::max(0, std::min(n_new, config_.max_seq_len - static_cast<int>(prompt.size())));
@@ -149,6 +150,7 @@ GreedyAgreement ModelComparison::greedy(const std::vector<int>& prompt, int n_ne
     for (int i = 0; i < n; ++i) {
       out.push_back(tok);
       if (i + 1 < n) tok = argmax(r->forward(&tok, 1, static_cast<int>(prompt.size()) + i, false), vocab);
+      if (progress) progress((r == ref_.get() ? 0.0 : 0.5) + 0.5 * (i + 1) / n);
     }
   }
   g.n_tokens = n;

@@ -13,8 +13,8 @@ TensorError measure_tensor_error(const TensorView& reference, const TensorView& 
   if (bins < 1) bins = 1;
   TensorError e;
   e.name = reference.name;
-  e.from = reference.dtype;
-  e.to = quantized.dtype;
+  e.from = dtype_name(reference.dtype);
+  e.to = dtype_name(quantized.dtype);
   e.numel = reference.numel();
   e.bytes_from = reference.row_bytes() * static_cast<uint64_t>(reference.rows());
   e.bytes_to = quantized.row_bytes() * static_cast<uint64_t>(quantized.rows());

@@ -10,7 +10,7 @@
 #include "model/model_file.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/model_comparison.h"
-#include "quant/quant_report.h"
+#include "llmwb/quant_report.h"
 #include "quant/weight_quantizer.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -158,6 +158,56 @@ TEST(QuantModel, HuggingFaceQkRowsArePermutedToGgufOrderWhenWritten) {
   // The HF folder keeps q/k in rotate-half order; the GGUF writer permutes them to interleaved
   // rows, and the loaded file must still compute the same model.
   check_written_file("models/stories260K/hf", "int8", test::scratch_dir("quant_hf") + "/s260_hf_int8.gguf");
+}
+
+// The progress callback: fractions never go back, the last is 1; returning false stops the
+// report with an error that says so, and nothing after the cancel is computed.
+TEST(QuantModel, ReportProgressIsMonotoneAndACancelStopsIt) {
+  QuantReportOptions o;
+  o.model_path = test::shared_path(kGguf);
+  o.scheme = "int4-g32";
+  o.text = own_text();
+  o.max_text_tokens = 400;
+  std::vector<double> seen;
+  o.progress = [&](double f, const std::string&) {
+    seen.push_back(f);
+    return true;
+  };
+  const QuantReport r = make_quant_report(o);
+  ASSERT_GT(seen.size(), 20u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]);
+  EXPECT_EQ(seen.back(), 1.0);
+  EXPECT_EQ(r.n_layers, 5);
+
+  int calls_after = 0;
+  bool cancelled = false;
+  o.progress = [&](double f, const std::string&) {
+    if (cancelled) ++calls_after;
+    if (f >= 0.5) cancelled = true;
+    return !cancelled;
+  };
+  try {
+    make_quant_report(o);
+    FAIL() << "a cancelled report returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cancelled"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls_after, 0);
+}
+
+// No scheme: the stored weights against themselves, the baseline row of a comparison.
+TEST(QuantModel, ReportWithoutASchemeComparesTheStoredModelWithItself) {
+  QuantReportOptions o;
+  o.model_path = test::shared_path(kGguf);
+  o.text = builtin_quant_eval_text();
+  o.greedy_tokens = 16;
+  const QuantReport r = make_quant_report(o);
+  EXPECT_TRUE(r.tensors.empty());
+  EXPECT_EQ(r.weight_bytes_after, r.weight_bytes_before);
+  EXPECT_EQ(r.text.ppl_quant, r.text.ppl_ref);
+  EXPECT_EQ(r.text.kl_mean, 0.0);
+  EXPECT_EQ(r.greedy.n_same, 16);
+  for (const OutputError& e : r.outputs) EXPECT_EQ(e.rel_err, 0.0) << e.label;
 }
 
 }  // namespace

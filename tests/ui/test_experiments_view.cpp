@@ -1,10 +1,16 @@
 // Experiments: two configurations give two result rows with the same greedy tokens; the
-// experiment round-trips through JSON, the table exports as CSV, a bad file shows an error.
+// experiment round-trips through JSON, the table exports as CSV, a bad file shows an error;
+// the F32 / INT8 / INT4 preset shows each scheme's size and accuracy next to its speed, as
+// the engine's quant report measures them, and the outputs pane shows every line.
 #include <QFile>
+#include <QFileInfo>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QTest>
+#include <QTextBrowser>
 
 #include "experiments_view.h"
+#include "llmwb/quant_report.h"
 #include "message_banner.h"
 #include "ui_test_support.h"
 
@@ -97,6 +103,65 @@ class TestExperimentsView : public QObject {
     QVERIFY(bench_->window().banner()->isVisible());
     QVERIFY2(bench_->window().banner()->text().contains("bad.json"), qPrintable(bench_->window().banner()->text()));
     QCOMPARE(view()->experiment().to_json(), two_configurations().to_json());
+  }
+
+  void f32_int8_int4_preset_compares_size_speed_and_accuracy_side_by_side() {
+    const auto& presets = view()->presets();
+    const auto preset = std::find_if(presets.begin(), presets.end(),
+                                     [](const ui::Experiment& e) { return e.name == "F32 vs INT8 vs INT4"; });
+    QVERIFY(preset != presets.end());
+    QVERIFY(preset->accuracy);
+    view()->set_experiment(*preset);
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 180000));
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(3));
+    QTableWidget* table = view()->results_table();
+    auto column = [&](const QString& name) {
+      for (int c = 0; c < table->columnCount(); ++c)
+        if (table->horizontalHeaderItem(c)->text() == name) return c;
+      return -1;
+    };
+    auto value = [&](int row, const QString& name) { return table->item(row, column(name))->data(Qt::UserRole).toDouble(); };
+    // Next to the speed: decode tok/s, then size and the accuracy figures.
+    const int decode = column("decode tok/s");
+    QVERIFY(decode > 0);
+    QCOMPARE(column("weights MiB"), decode + 1);
+    QCOMPARE(column("perplexity"), decode + 2);
+    QCOMPARE(column("ppl vs stored %"), decode + 3);
+    QCOMPARE(column("KL vs stored"), decode + 4);
+    QCOMPARE(column("greedy agree %"), decode + 5);
+
+    const std::string model = QFileInfo(uitest::stories_gguf()).absoluteFilePath().toStdString();
+    for (int row = 0; row < 3; ++row) {
+      QVERIFY2(results[size_t(row)].error.isEmpty(), qPrintable(results[size_t(row)].error));
+      // The same measurement through the engine's public API.
+      QuantReportOptions o;
+      o.model_path = model;
+      o.scheme = preset->configs[size_t(row)].quantize.toStdString();
+      o.text = builtin_quant_eval_text();
+      o.greedy_tokens = preset->max_tokens;
+      o.tensor_errors = false;
+      const QuantReport r = make_quant_report(o);
+      QCOMPARE(value(row, "perplexity"), r.text.ppl_quant);
+      QCOMPARE(value(row, "KL vs stored"), r.text.kl_mean);
+      QCOMPARE(value(row, "greedy agree %"), 100.0 * r.greedy.n_same / r.greedy.n_tokens);
+      QCOMPARE(value(row, "weights MiB") * 1024 * 1024 < 1.05 * double(r.weight_bytes_after), true);
+    }
+    // The stored weights against themselves: no change at all.
+    QCOMPARE(value(0, "KL vs stored"), 0.0);
+    QCOMPARE(value(0, "ppl vs stored %"), 0.0);
+    QCOMPARE(value(0, "greedy agree %"), 100.0);
+    // Smaller and (slightly) worse, in that order.
+    QVERIFY(value(1, "weights MiB") < 0.5 * value(0, "weights MiB"));
+    QVERIFY(value(2, "weights MiB") < value(1, "weights MiB"));
+    QVERIFY(value(2, "KL vs stored") > value(1, "KL vs stored"));
+    QVERIFY(value(1, "KL vs stored") > 0.0);
+
+    // Every output line is visible: the pane grows with its rows instead of cutting them.
+    QTextBrowser* outputs = view()->outputs_browser();
+    QVERIFY(outputs->document()->size().height() > 3 * outputs->fontMetrics().height());   // wrapped rows
+    QVERIFY(QTest::qWaitFor([&] { return outputs->verticalScrollBar()->maximum() == 0; }, 2000));
   }
 };
 

@@ -46,4 +46,15 @@ bool open_model_and_wait(ui::MainWindow& window, const QString& path, int timeou
   return QTest::qWaitFor([&] { return !window.is_loading(); }, timeout_ms) && window.is_model_loaded();
 }
 
+EventLoopProbe::EventLoopProbe() {
+  since_.start();
+  timer_.setInterval(5);
+  QObject::connect(&timer_, &QTimer::timeout, [this] {
+    max_gap_ms_ = std::max(max_gap_ms_, double(since_.nsecsElapsed()) / 1e6);
+    since_.restart();
+    ++ticks_;
+  });
+  timer_.start();
+}
+
 }  // namespace llmwb::uitest

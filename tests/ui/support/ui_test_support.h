@@ -1,7 +1,9 @@
 // ui_test_support.h — helpers for the Qt Test programs that drive the real application.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QString>
+#include <QTimer>
 
 #include <memory>
 
@@ -26,5 +28,21 @@ std::unique_ptr<gui::Workbench> start_application(ui::MainWindow::View view);
 // Opens `path` the way File ▸ Open does and waits until the model is loaded; false on
 // failure or timeout (QTest reports which).
 bool open_model_and_wait(ui::MainWindow& window, const QString& path, int timeout_ms = 120000);
+
+// Measures how long the GUI thread's event loop goes without turning: a timer asks to fire
+// every few milliseconds and the longest gap between two firings is kept. A forward pass or a
+// report made in the GUI thread shows as a gap as long as the work.
+class EventLoopProbe {
+ public:
+  EventLoopProbe();
+  double max_gap_ms() const { return max_gap_ms_; }
+  int ticks() const { return ticks_; }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer since_;
+  double max_gap_ms_ = 0.0;
+  int ticks_ = 0;
+};
 
 }  // namespace llmwb::uitest
