@@ -29,6 +29,7 @@ void FramePacer::draw_now() {
   QElapsedTimer t;
   t.start();
   draw_();
+  ++draws_;
   last_cost_ms_ = double(t.nsecsElapsed()) / 1e6;
   since_draw_.start();
 }

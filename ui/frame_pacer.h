@@ -27,6 +27,8 @@ class FramePacer {
   // Draws now (the view was just shown, or its data were replaced).
   void draw_now();
   double last_cost_ms() const { return last_cost_ms_; }
+  // Draws so far (tests and the GUI benchmark check the rate).
+  long draws() const { return draws_; }
 
  private:
   QObject* owner_;
@@ -36,6 +38,7 @@ class FramePacer {
   QElapsedTimer since_draw_;
   double last_cost_ms_ = 0.0;
   bool pending_ = false;
+  long draws_ = 0;
 };
 
 }  // namespace llmwb::ui
