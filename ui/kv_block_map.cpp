@@ -71,21 +71,11 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   // Off screen the grid waits for the next draw: copying every block's state each frame is
   // work for nobody.
   if (on_screen()) show_snapshot();
-  const double now = t.time;
   if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
-  // The last 30 s; before that the data fill the width.
-  const double from = std::max(first_time_, now - 30.0);
+  // The last 30 s are kept (dropping points from the front is cheap), on screen or not.
+  const double from = std::max(first_time_, t.time - 30.0);
   plot_->graph(0)->data()->removeBefore(from - 1.0);
   plot_->graph(1)->data()->removeBefore(from - 1.0);
-  const double span = std::max(1.0, now - from);
-  plot_->xAxis->setRange(from - 0.02 * span, now + 0.02 * span);
-  double top = 4.0;
-  for (int g = 0; g < 2; ++g) {
-    bool found = false;
-    const QCPRange r = plot_->graph(g)->getValueRange(found);
-    if (found) top = std::max(top, r.upper * 1.2 + 1.0);
-  }
-  plot_->yAxis->setRange(0, nice_ceiling(top));
   request_draw();
 }
 
@@ -108,8 +98,27 @@ void KvBlockMap::show_snapshot() {
                        .arg(t.sequences.size()));
 }
 
+void KvBlockMap::update_ranges() {
+  if (!latest_) return;
+  const double now = latest_->time;
+  // The last 30 s; before that the data fill the width.
+  const double from = std::max(first_time_, now - 30.0);
+  const double span = std::max(1.0, now - from);
+  plot_->xAxis->setRange(from - 0.02 * span, now + 0.02 * span);
+  double top = 4.0;
+  for (int g = 0; g < 2; ++g) {
+    bool found = false;
+    const QCPRange r = plot_->graph(g)->getValueRange(found);
+    if (found) top = std::max(top, r.upper * 1.2 + 1.0);
+  }
+  plot_->yAxis->setRange(0, nice_ceiling(top));
+}
+
 void KvBlockMap::draw() {
   show_snapshot();
+  // Here rather than per frame: finding the value range visits every point of the window
+  // (one per engine step), work for nobody while the view is off screen.
+  update_ranges();
   grid_->repaint();
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }

@@ -37,6 +37,7 @@ class KvBlockMap : public LiveView {
  private:
   // The grid and legend from the newest snapshot (deferred while the view is off screen).
   void show_snapshot();
+  void update_ranges();
 
   KvBlockGrid* grid_;
   LiveText* legend_;  // updated every frame: must not re-lay out the window

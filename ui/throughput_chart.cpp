@@ -104,16 +104,19 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
     last_prefill_rate_ = double(prefill_tokens) / prefill_s;
     plot_->graph(1)->addData(t, last_prefill_rate_);
   }
-  update_ranges(t);
+  // The last 30 s are kept; the axes are set when drawing (nobody sees them off screen).
+  const double from = std::max(first_time_, t - window_seconds_);
+  plot_->graph(0)->data()->removeBefore(from - 1.0);
+  plot_->graph(1)->data()->removeBefore(from - 1.0);
   update_title();
   request_draw();
 }
 
-void ThroughputChart::update_ranges(double t) {
+void ThroughputChart::update_ranges() {
+  if (last_time_ < 0 || first_time_ < 0) return;
+  const double t = last_time_;
   // A sliding window of the last 30 s; before that the data fill the width.
   const double from = std::max(first_time_, t - window_seconds_);
-  plot_->graph(0)->data()->removeBefore(from - 1.0);
-  plot_->graph(1)->data()->removeBefore(from - 1.0);
   const double span = std::max(1.0, t - from);
   plot_->xAxis->setRange(from - 0.02 * span, t + 0.02 * span);
   // Value axes in 1-2-5 steps: they change only when the data cross a step, so the tick
@@ -141,7 +144,10 @@ void ThroughputChart::update_title() {
   title_->setText(parts.join("   ·   "));
 }
 
-void ThroughputChart::draw() { plot_->replot(QCustomPlot::rpImmediateRefresh); }
+void ThroughputChart::draw() {
+  update_ranges();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+}
 
 void ThroughputChart::restyle() {
   style_plot(plot_);

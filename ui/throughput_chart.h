@@ -47,7 +47,7 @@ class ThroughputChart : public LiveView {
 
  private:
   void update_title();
-  void update_ranges(double t);
+  void update_ranges();
 
   QCustomPlot* plot_;
   QCPTextElement* title_;
