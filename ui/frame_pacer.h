@@ -3,8 +3,8 @@
 // Telemetry arrives at screen rate, but on a machine whose cores all run the engine every
 // millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
 // redraws at most every `min_interval_ms`, and stretches the interval so that drawing takes at
-// most `budget` of the time (interval = last draw's cost / budget): a view that takes 3 ms to
-// draw with a 2% budget redraws every 150 ms. Requests in between coalesce into one draw.
+// most `budget` of the time (interval = last draw's cost / budget, the cost in the GUI thread's
+// CPU time): a view that takes 3 ms to draw with a 2% budget redraws every 150 ms. Requests in between coalesce into one draw.
 // `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
 // its cost to be measured.
 #pragma once
@@ -27,8 +27,6 @@ class FramePacer {
   // Draws now (the view was just shown, or its data were replaced).
   void draw_now();
   double last_cost_ms() const { return last_cost_ms_; }
-  // Draws so far (tests and the GUI benchmark check the rate).
-  long draws() const { return draws_; }
 
  private:
   QObject* owner_;
@@ -38,7 +36,6 @@ class FramePacer {
   QElapsedTimer since_draw_;
   double last_cost_ms_ = 0.0;
   bool pending_ = false;
-  long draws_ = 0;
 };
 
 }  // namespace llmwb::ui

@@ -6,6 +6,8 @@
 #include <QJsonObject>
 #include <QPaintEvent>
 #include <QPlainTextEdit>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTextStream>
 #include <QTimer>
 
@@ -101,6 +103,16 @@ int run_headless_bench(const BenchOptions& options) {
     std::fprintf(stderr, "llmwb --bench-gui: %s\n", e.what());
     return 1;
   }
+}
+
+int run_gui_bench(const BenchOptions& options) {
+  // A benchmark neither reads nor changes the user's settings and window layout.
+  QStandardPaths::setTestModeEnabled(true);
+  QSettings().clear();
+  Workbench bench;
+  BenchMode mode(bench, options);
+  QTimer::singleShot(0, &mode, &BenchMode::start);
+  return QApplication::exec();
 }
 
 BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {}

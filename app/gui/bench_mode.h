@@ -32,6 +32,8 @@ struct BenchOptions {
 
 // The headless baseline: prints the JSON line and returns the process exit code.
 int run_headless_bench(const BenchOptions& options);
+// The window (on fresh, isolated settings) and a BenchMode driving it; runs the event loop.
+int run_gui_bench(const BenchOptions& options);
 
 class BenchMode : public QObject {
   Q_OBJECT

@@ -8,8 +8,6 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
-#include <QSettings>
-#include <QStandardPaths>
 #include <QTimer>
 
 #include <cstring>
@@ -111,14 +109,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "llmwb: --bench-gui needs --model PATH (no default model found)\n");
       return 2;
     }
-    if (parser.isSet(bench_headless_opt)) return llmwb::gui::run_headless_bench(o);
-    // A benchmark neither reads nor changes the user's settings and window layout.
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings().clear();
-    llmwb::gui::Workbench bench;
-    llmwb::gui::BenchMode mode(bench, o);
-    QTimer::singleShot(0, &mode, &llmwb::gui::BenchMode::start);
-    return QApplication::exec();
+    return parser.isSet(bench_headless_opt) ? llmwb::gui::run_headless_bench(o) : llmwb::gui::run_gui_bench(o);
   }
 
   llmwb::gui::Workbench bench;
