@@ -30,9 +30,9 @@ class ThroughputChart : public LiveView {
 
   static constexpr double kSmoothingSeconds = 0.5;
   // The engine was idle (between generations, before an experiment) when no step ran for this
-  // long, and for far longer than between the steps before: the line breaks there instead of
-  // joining the two sides.
-  static constexpr double kIdleSeconds = 1.0;
+  // long, and for far longer than between the steps before (slow motion spaces steps evenly):
+  // the line breaks there instead of joining the two sides.
+  static constexpr double kIdleSeconds = 0.25;
 
   // Decode points drawn (line breaks not counted).
   int decode_points() const;
