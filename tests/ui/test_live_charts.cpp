@@ -8,6 +8,7 @@
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTest>
+#include <QTimer>
 
 #include <qcustomplot.h>
 
@@ -15,6 +16,8 @@
 
 #include "attention_heatmap.h"
 #include "chart_style.h"
+#include "chat_view.h"
+#include "conversation_store.h"
 #include "completion_view.h"
 #include "kv_block_map.h"
 #include "sampling_params_editor.h"
@@ -85,8 +88,8 @@ class TestLiveCharts : public QObject {
   int stream_generation(int max_tokens, int step_delay_ms) {
     ui::CompletionView* c = window().completion_view();
     int deltas = 0;
-    QMetaObject::Connection conn =
-        connect(&bench_->worker(), &gui::EngineWorker::tokens, this, [&deltas] { ++deltas; });
+    QObject context;  // the connection ends with this function
+    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&deltas] { ++deltas; });
     emit window().step_delay_requested(step_delay_ms);
     c->prompt_editor()->setPlainText({});
     SamplingParams greedy;
@@ -95,7 +98,6 @@ class TestLiveCharts : public QObject {
     c->sampling()->set_params(greedy);
     c->generate();
     const bool done = QTest::qWaitFor([c] { return !c->is_generating(); }, 120000);
-    disconnect(conn);
     emit window().step_delay_requested(0);
     return done ? deltas : -1;
   }
@@ -192,6 +194,46 @@ class TestLiveCharts : public QObject {
     QCOMPARE(chips->reflow_count(), reflows);
     QCOMPARE(layouts.count, 0);
     QCOMPARE(tab_paints.count, 0);
+  }
+
+  void a_chat_reply_streams_into_the_transcript_as_the_final_text() {
+    ui::MainWindow& w = window();
+    w.show_view(ui::MainWindow::View::Chat);
+    ui::ChatView* chat = w.chat_view();
+    chat->set_store(ui::ConversationStore(uitest::scratch_dir("live_charts_chat")));
+    chat->new_chat();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 80;
+    chat->sampling()->set_params(greedy);
+    emit w.step_delay_requested(3);
+    chat->input()->setPlainText("Once upon a time, there was a dog named Max.");
+    chat->send();
+    // Mid-stream snapshots of the transcript (each delta appends to it rather than re-rendering).
+    QStringList shown;
+    // The context of the connection and of the queued snapshots: destroyed with this test, it
+    // takes any snapshot still queued with it.
+    QObject context;
+    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&] {
+      QTimer::singleShot(0, &context, [&] {
+        if (chat->is_generating()) shown << chat->transcript_text();
+      });
+    });
+    QVERIFY(QTest::qWaitFor([chat] { return !chat->is_generating(); }, 60000));
+    emit w.step_delay_requested(0);
+    QVERIFY2(shown.size() >= 3, qPrintable(QString::number(shown.size())));
+    const QString final_text = chat->transcript_text();
+    for (const QString& t : shown) {
+      QVERIFY2(t.endsWith(QStringLiteral("▍")), qPrintable(t));
+      // What was on screen mid-stream is the start of what stands there at the end.
+      QString streamed = t.chopped(1);
+      streamed.replace(QChar::LineSeparator, '\n');
+      QString done = final_text;
+      done.replace(QChar::LineSeparator, '\n');
+      QVERIFY2(done.startsWith(streamed.trimmed()), qPrintable("mid-stream: " + streamed + "\nfinal: " + done));
+    }
+    QVERIFY(shown.last().size() > shown.first().size());
+    w.show_view(ui::MainWindow::View::Completion);
   }
 
   void views_tabbed_away_draw_nothing_and_capture_no_attention() {
