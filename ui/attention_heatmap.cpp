@@ -2,8 +2,6 @@
 
 #include <qcustomplot.h>
 
-#include <QTimer>
-
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -11,19 +9,19 @@
 #include <QVBoxLayout>
 
 #include "chart_style.h"
+#include "live_text.h"
 #include "token_text.h"
 
 namespace llmwb::ui {
 
 AttentionHeatmap::AttentionHeatmap(QWidget* parent)
-    : QWidget(parent),
+    : LiveView(parent),
       layer_(new QSpinBox(this)),
       head_(new QComboBox(this)),
       queries_(new QSpinBox(this)),
-      status_(new QLabel(this)),
+      status_(new LiveText(1, this)),
       plot_(new QCustomPlot(this)),
-      map_(nullptr),
-      pacer_(this, [this] { redraw(); }) {
+      map_(nullptr) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* bar = new QHBoxLayout;
@@ -69,7 +67,7 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent)
 
   connect(layer_, &QSpinBox::valueChanged, this, &AttentionHeatmap::emit_capture);
   connect(queries_, &QSpinBox::valueChanged, this, &AttentionHeatmap::emit_capture);
-  connect(head_, &QComboBox::currentIndexChanged, this, &AttentionHeatmap::redraw);
+  connect(head_, &QComboBox::currentIndexChanged, this, [this] { draw_now(); });
 }
 
 int AttentionHeatmap::layer() const { return layer_->value(); }
@@ -85,36 +83,20 @@ void AttentionHeatmap::set_model(int n_layers, int n_heads, const QStringList& v
   for (int h = 0; h < n_heads; ++h) head_->addItem(tr("head %1").arg(h), h);
   head_->blockSignals(false);
   snapshot_.reset();
-  redraw();
+  draw_now();
 }
 
 void AttentionHeatmap::set_snapshot(std::shared_ptr<const AttentionSnapshot> snapshot) {
   if (!snapshot || snapshot == snapshot_) return;
   snapshot_ = std::move(snapshot);
-  if (shown_) pacer_.request();
+  request_draw();
 }
 
 void AttentionHeatmap::emit_capture() { emit capture_changed(shown_, layer(), max_queries()); }
 
-void AttentionHeatmap::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
-  shown_ = true;
+void AttentionHeatmap::on_screen_changed(bool on) {
+  shown_ = on;
   emit_capture();
-  redraw();
-}
-
-void AttentionHeatmap::hideEvent(QHideEvent* event) {
-  QWidget::hideEvent(event);
-  shown_ = false;
-  emit_capture();
-}
-
-void AttentionHeatmap::changeEvent(QEvent* event) {
-  QWidget::changeEvent(event);
-  if (event->type() == QEvent::PaletteChange) {
-    // The plots' own palettes follow after this event: restyle once they have.
-    QTimer::singleShot(0, this, [this] { restyle(); });
-  }
 }
 
 void AttentionHeatmap::restyle() {
@@ -126,15 +108,14 @@ void AttentionHeatmap::restyle() {
   scale_axis->setBasePen(QPen(fg));
   scale_axis->setTickPen(QPen(fg));
   scale_axis->setSubTickPen(QPen(fg));
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
-void AttentionHeatmap::redraw() {
+void AttentionHeatmap::draw() {
   const AttentionSnapshot* s = snapshot_.get();
   if (!s || s->context_len <= 0 || s->query_positions.empty() || s->n_heads <= 0) {
     map_->data()->setSize(1, 1);
     map_->data()->setCell(0, 0, 0);
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpImmediateRefresh);
     return;
   }
   const int nq = int(s->query_positions.size());

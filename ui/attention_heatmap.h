@@ -1,25 +1,26 @@
 // attention_heatmap.h — attention weights of the last N generated tokens over the whole
 // context, for a chosen layer and head or the mean over heads, token text on both axes.
-// The engine captures weights only while this view is shown (capture_changed tells it).
+// The engine captures weights only while this view is on screen (capture_changed tells it):
+// capturing costs the engine a copy every step.
 #pragma once
 
 #include <QStringList>
-#include <QWidget>
 
 #include <memory>
 
-#include "frame_pacer.h"
+#include "live_view.h"
 #include "llmwb/telemetry.h"
 
 class QComboBox;
 class QCPColorMap;
 class QCustomPlot;
-class QLabel;
 class QSpinBox;
 
 namespace llmwb::ui {
 
-class AttentionHeatmap : public QWidget {
+class LiveText;
+
+class AttentionHeatmap : public LiveView {
   Q_OBJECT
 
  public:
@@ -37,24 +38,19 @@ class AttentionHeatmap : public QWidget {
   void capture_changed(bool on, int layer, int max_queries);
 
  protected:
-  void showEvent(QShowEvent* event) override;
-  void hideEvent(QHideEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  void draw() override;
+  void restyle() override;
+  void on_screen_changed(bool on) override;
 
  private:
-  void restyle();
-
- private:
-  void redraw();
   void emit_capture();
 
   QSpinBox* layer_;
   QComboBox* head_;
   QSpinBox* queries_;
-  QLabel* status_;
+  LiveText* status_;  // changes with every snapshot: must not re-lay out the window
   QCustomPlot* plot_;
   QCPColorMap* map_;
-  FramePacer pacer_;
   QStringList vocabulary_;
   std::shared_ptr<const AttentionSnapshot> snapshot_;
   bool shown_ = false;

@@ -51,6 +51,14 @@ void put_legend_below(QCustomPlot* plot) {
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
 
+double nice_ceiling(double v) {
+  if (!(v > 1.0)) return 1.0;  // also NaN
+  const double decade = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * decade >= v) return m * decade;
+  return 10.0 * decade;
+}
+
 QColor series_color(int index) {
   static const QColor colors[] = {QColor(0, 114, 178), QColor(230, 159, 0), QColor(0, 158, 115),
                                   QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),

@@ -14,6 +14,11 @@ void style_plot(QCustomPlot* plot);
 // it never hides data.
 void put_legend_below(QCustomPlot* plot);
 
+// The smallest 1, 2 or 5 x 10^k at or above `v` (at least 1): an axis whose upper end is
+// rounded so changes only when the data cross such a step, and keeps its tick labels (and
+// QCustomPlot's cached images of them) the same from frame to frame.
+double nice_ceiling(double v);
+
 // Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 QColor series_color(int index);
 

@@ -16,6 +16,7 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QVBoxLayout>
 
 #include "sampling_params_editor.h"
@@ -268,9 +269,13 @@ void ChatView::open_conversation(const QString& id) {
 
 void ChatView::on_delta(const TokenDelta& d) {
   if (d.ticket != ticket_ || ticket_ == 0) return;
-  streaming_ += QString::fromStdString(d.text);
+  const QString piece = QString::fromStdString(d.text);
+  streaming_ += piece;
   if (!d.finished) {
-    render();
+    // Re-rendering the whole conversation per delta re-parsed and re-laid out every message
+    // many times a second; the new text goes at the end of the reply instead.
+    if (streaming_shown_) append_streamed(streaming_.size() == piece.size() ? shown_reply(piece) : piece);
+    else render();
     return;
   }
   ticket_ = 0;
@@ -325,10 +330,33 @@ void ChatView::render() {
     html += QString("<p><i>%1</i></p>").arg(tr("System: %1").arg(conversation_.system_prompt.toHtmlEscaped()));
   for (const auto& m : conversation_.messages)
     block(m.role == "user" ? tr("You") : tr("Assistant"), QString::fromStdString(m.content), m.role == "user");
-  if (ticket_ != 0) block(tr("Assistant"), streaming_ + "▍", false);
+  if (ticket_ != 0) block(tr("Assistant"), shown_reply(streaming_) + "▍", false);
+  streaming_shown_ = ticket_ != 0;
   const bool at_end = transcript_->verticalScrollBar()->value() >= transcript_->verticalScrollBar()->maximum() - 4;
   transcript_->setHtml(html);
   if (at_end) transcript_->verticalScrollBar()->setValue(transcript_->verticalScrollBar()->maximum());
+}
+
+QString ChatView::shown_reply(QString reply) {
+  // The leading space a template leaves is not content (the saved reply drops it too).
+  if (reply.startsWith(' ')) reply.remove(0, 1);
+  return reply;
+}
+
+void ChatView::append_streamed(const QString& piece) {
+  if (piece.isEmpty()) return;
+  QScrollBar* bar = transcript_->verticalScrollBar();
+  const bool at_end = bar->value() >= bar->maximum() - 4;
+  QTextDocument* doc = transcript_->document();
+  QTextCursor c = doc->find(QStringLiteral("▍"), doc->characterCount(), QTextDocument::FindBackward);
+  if (c.isNull()) return render();
+  const QTextCharFormat format = c.charFormat();  // the reply's text format, not the bold name
+  c.setPosition(c.selectionStart());
+  // A newline is a line break inside the reply's block, as render() writes it (<br/>).
+  QString text = piece;
+  text.replace('\n', QChar::LineSeparator);
+  c.insertText(text, format);
+  if (at_end) bar->setValue(bar->maximum());
 }
 
 void ChatView::copy_markdown() const { QApplication::clipboard()->setText(conversation_.to_markdown()); }

@@ -65,6 +65,9 @@ class ChatView : public QWidget {
  private:
   void start_reply();
   void render();
+  // Appends streamed text to the reply on screen (before its "▍"), instead of render().
+  void append_streamed(const QString& piece);
+  static QString shown_reply(QString reply);
   void persist();
   void reload_list();
   // At start-up the newest saved conversation comes back, as the user left it.
@@ -88,6 +91,7 @@ class ChatView : public QWidget {
   bool ready_ = false;
   quint64 ticket_ = 0;
   QString streaming_;  // the reply being generated
+  bool streaming_shown_ = false;  // the transcript on screen ends with the streaming reply
   QString last_error_;
 };
 

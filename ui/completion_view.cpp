@@ -3,13 +3,13 @@
 #include <QFontDatabase>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "live_text.h"
 #include "sampling_params_editor.h"
 #include "token_chips_view.h"
 
@@ -22,20 +22,25 @@ CompletionView::CompletionView(QWidget* parent)
       sampling_(new SamplingParamsEditor(this)),
       generate_(new QPushButton(tr("Generate"), this)),
       stop_(new QPushButton(tr("Stop"), this)),
-      stats_(new QLabel(this)),
+      stats_(new LiveText(3, this)),
       chips_(new TokenChipsView(this)) {
   prompt_->setObjectName("completion_prompt");
   prompt_->setPlaceholderText(tr("Prompt (empty: start from BOS alone)"));
   output_->setObjectName("completion_output");
   output_->setReadOnly(true);
   output_->setPlaceholderText(tr("The generated text streams here."));
+  // Its scroll bar would appear mid-generation and re-lay out (and repaint) the whole window.
+  output_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
+  // Opaque, so that its repaint on every delta does not repaint the group box beneath it.
+  output_->verticalScrollBar()->setAutoFillBackground(true);
+  // Read-only: an undo step per delta would only grow without end.
+  output_->setUndoRedoEnabled(false);
   generate_->setObjectName("generate");
   generate_->setToolTip(tr("Generate (Ctrl+Return)"));
   stop_->setObjectName("stop");
   stop_->setToolTip(tr("Stop (Esc)"));
   chips_->setObjectName("token_chips");
   stats_->setObjectName("completion_stats");
-  stats_->setWordWrap(true);
 
   auto* text_split = new QSplitter(Qt::Vertical, this);
   auto* prompt_box = new QGroupBox(tr("Prompt"), this);
@@ -116,7 +121,11 @@ void CompletionView::on_delta(const TokenDelta& d) {
     const bool at_end = output_->verticalScrollBar()->value() == output_->verticalScrollBar()->maximum();
     QTextCursor c(output_->document());
     c.movePosition(QTextCursor::End);
+    // In an edit block the cursor skips measuring its x position, which lays out the whole
+    // paragraph on every insert.
+    c.beginEditBlock();
     c.insertText(piece);
+    c.endEditBlock();
     if (at_end) output_->verticalScrollBar()->setValue(output_->verticalScrollBar()->maximum());
   }
   chips_->append(d.token_ids, d.token_probs);

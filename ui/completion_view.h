@@ -8,12 +8,12 @@
 #include "generation_request.h"
 #include "token_delta.h"
 
-class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 
 namespace llmwb::ui {
 
+class LiveText;
 class SamplingParamsEditor;
 class TokenChipsView;
 
@@ -54,7 +54,7 @@ class CompletionView : public QWidget {
   SamplingParamsEditor* sampling_;
   QPushButton* generate_;
   QPushButton* stop_;
-  QLabel* stats_;
+  LiveText* stats_;  // changes with every delta: must not re-lay out the window
   TokenChipsView* chips_;
   quint64 ticket_ = 0;
   bool ready_ = false;

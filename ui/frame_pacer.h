@@ -3,8 +3,9 @@
 // Telemetry arrives at screen rate, but on a machine whose cores all run the engine every
 // millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
 // redraws at most every `min_interval_ms`, and stretches the interval so that drawing takes at
-// most `budget` of the time (interval = last draw's cost / budget): a view that takes 3 ms to
-// draw with a 2% budget redraws every 150 ms. Requests in between coalesce into one draw.
+// most `budget` of the time (interval = last draw's cost / budget, the cost in the GUI thread's
+// CPU time): a view that takes 3 ms to draw with a 2% budget redraws every 150 ms. Requests in
+// between coalesce into one draw.
 // `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
 // its cost to be measured.
 #pragma once

@@ -2,30 +2,19 @@
 
 #include <qcustomplot.h>
 
-#include <QTimer>
-
-#include <QLabel>
 #include <QSplitter>
 #include <QVBoxLayout>
 
 #include "chart_style.h"
 #include "kv_block_grid.h"
+#include "live_text.h"
 
 namespace llmwb::ui {
 
 KvBlockMap::KvBlockMap(QWidget* parent)
-    : QWidget(parent),
-      grid_(new KvBlockGrid(this)),
-      legend_(new QLabel(this)),
-      plot_(new QCustomPlot(this)),
-      pacer_(this, [this] {
-        grid_->repaint();
-        plot_->replot(QCustomPlot::rpImmediateRefresh);
-      }) {
+    : LiveView(parent), grid_(new KvBlockGrid(this)), legend_(new LiveText(3, this)), plot_(new QCustomPlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
-  legend_->setTextFormat(Qt::PlainText);
-  legend_->setWordWrap(true);
   layout->addWidget(legend_);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(grid_);
@@ -53,7 +42,8 @@ KvBlockMap::KvBlockMap(QWidget* parent)
 
 void KvBlockMap::clear() {
   grid_->set_blocks({}, 0);
-  grid_->update();
+  latest_.reset();
+  latest_shown_ = true;
   plot_->graph(0)->data()->clear();
   plot_->graph(1)->data()->clear();
   engine_used_ = engine_cached_ = engine_free_ = 0;
@@ -61,7 +51,7 @@ void KvBlockMap::clear() {
   legend_->setText(tr("KV cache: no model loaded"));
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 10);
-  plot_->replot();
+  draw_now();
 }
 
 QString KvBlockMap::legend_text() const { return legend_->text(); }
@@ -73,10 +63,27 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   }
   if (!frame.latest) return;
   const StepTelemetry& t = *frame.latest;
-  grid_->set_blocks(t.blocks, t.block_size);
   engine_used_ = t.blocks_used;
   engine_cached_ = t.blocks_cached;
   engine_free_ = t.blocks_free;
+  latest_ = frame.latest;
+  latest_shown_ = false;
+  // Off screen the grid waits for the next draw: copying every block's state each frame is
+  // work for nobody.
+  if (on_screen()) show_snapshot();
+  if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
+  // The last 30 s are kept (dropping points from the front is cheap), on screen or not.
+  const double from = std::max(first_time_, t.time - 30.0);
+  plot_->graph(0)->data()->removeBefore(from - 1.0);
+  plot_->graph(1)->data()->removeBefore(from - 1.0);
+  request_draw();
+}
+
+void KvBlockMap::show_snapshot() {
+  if (latest_shown_ || !latest_) return;
+  latest_shown_ = true;
+  const StepTelemetry& t = *latest_;
+  grid_->set_blocks(t.blocks, t.block_size);
   const KvBlockGrid::Counts c = grid_->counts();
   const double fill = t.slots_allocated ? 100.0 * double(t.slots_filled) / double(t.slots_allocated) : 0.0;
   legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB)   ■ in use %4   ▨ cached %5   □ free %6   "
@@ -89,12 +96,13 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
                        .arg(c.free)
                        .arg(fill, 0, 'f', 0)
                        .arg(t.sequences.size()));
-  const double now = t.time;
-  if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
+}
+
+void KvBlockMap::update_ranges() {
+  if (!latest_) return;
+  const double now = latest_->time;
   // The last 30 s; before that the data fill the width.
   const double from = std::max(first_time_, now - 30.0);
-  plot_->graph(0)->data()->removeBefore(from - 1.0);
-  plot_->graph(1)->data()->removeBefore(from - 1.0);
   const double span = std::max(1.0, now - from);
   plot_->xAxis->setRange(from - 0.02 * span, now + 0.02 * span);
   double top = 4.0;
@@ -103,26 +111,18 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
     const QCPRange r = plot_->graph(g)->getValueRange(found);
     if (found) top = std::max(top, r.upper * 1.2 + 1.0);
   }
-  plot_->yAxis->setRange(0, top);
-  if (isVisible()) pacer_.request();
+  plot_->yAxis->setRange(0, nice_ceiling(top));
 }
 
-void KvBlockMap::changeEvent(QEvent* event) {
-  QWidget::changeEvent(event);
-  if (event->type() == QEvent::PaletteChange) {
-    // The plots' own palettes follow after this event: restyle once they have.
-    QTimer::singleShot(0, this, [this] { restyle(); });
-  }
+void KvBlockMap::draw() {
+  show_snapshot();
+  // Here rather than per frame: finding the value range visits every point of the window
+  // (one per engine step), work for nobody while the view is off screen.
+  update_ranges();
+  grid_->repaint();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
-void KvBlockMap::restyle() {
-  style_plot(plot_);
-  plot_->replot();
-}
-
-void KvBlockMap::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
-  pacer_.draw_now();
-}
+void KvBlockMap::restyle() { style_plot(plot_); }
 
 }  // namespace llmwb::ui

@@ -2,19 +2,19 @@
 // and blocks in use (and cached) over time.
 #pragma once
 
-#include <QWidget>
+#include <memory>
 
-#include "frame_pacer.h"
+#include "live_view.h"
 #include "telemetry_frame.h"
 
 class QCustomPlot;
-class QLabel;
 
 namespace llmwb::ui {
 
 class KvBlockGrid;
+class LiveText;
 
-class KvBlockMap : public QWidget {
+class KvBlockMap : public LiveView {
   Q_OBJECT
 
  public:
@@ -31,17 +31,19 @@ class KvBlockMap : public QWidget {
   QString legend_text() const;
 
  protected:
-  void changeEvent(QEvent* event) override;
+  void draw() override;
+  void restyle() override;
 
  private:
-  void restyle();
-  void showEvent(QShowEvent* event) override;
+  // The grid and legend from the newest snapshot (deferred while the view is off screen).
+  void show_snapshot();
+  void update_ranges();
 
- private:
   KvBlockGrid* grid_;
-  QLabel* legend_;
+  LiveText* legend_;  // updated every frame: must not re-lay out the window
   QCustomPlot* plot_;
-  FramePacer pacer_;
+  std::shared_ptr<const StepTelemetry> latest_;
+  bool latest_shown_ = true;
   int engine_used_ = 0, engine_cached_ = 0, engine_free_ = 0;
   double first_time_ = -1.0;
 };

@@ -2,16 +2,16 @@
 
 #include <qcustomplot.h>
 
-#include <QTimer>
-
 #include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
 
 #include "chart_style.h"
 
 namespace llmwb::ui {
 
-ThroughputChart::ThroughputChart(QWidget* parent)
-    : QWidget(parent), plot_(new QCustomPlot(this)), pacer_(this, [this] { plot_->replot(QCustomPlot::rpImmediateRefresh); }) {
+ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new QCustomPlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
@@ -34,14 +34,15 @@ ThroughputChart::ThroughputChart(QWidget* parent)
   plot_->yAxis2->setVisible(true);
   put_legend_below(plot_);
   plot_->setNoAntialiasingOnDrag(true);
-  style_plot(plot_);
+  restyle();
   clear();
 }
 
 void ThroughputChart::clear() {
   plot_->graph(0)->data()->clear();
   plot_->graph(1)->data()->clear();
-  last_time_ = 0.0;
+  last_time_ = -1.0;
+  last_gap_ = 0.0;
   first_time_ = -1.0;
   recent_.clear();
   last_decode_rate_ = last_prefill_rate_ = 0.0;
@@ -50,16 +51,34 @@ void ThroughputChart::clear() {
   plot_->yAxis->setRange(0, 10);
   plot_->yAxis2->setRange(0, 10);
   update_title();
-  plot_->replot();
+  draw_now();
 }
 
-int ThroughputChart::decode_points() const { return plot_->graph(0)->dataCount(); }
+int ThroughputChart::decode_points() const {
+  int n = 0;
+  for (const QCPGraphData& d : *plot_->graph(0)->data()) n += std::isnan(d.value) ? 0 : 1;
+  return n;
+}
+
+int ThroughputChart::decode_gaps() const { return plot_->graph(0)->dataCount() - decode_points(); }
 
 void ThroughputChart::add_frame(const TelemetryFrame& frame) {
   if (frame.steps.empty()) return;
   double prefill_s = 0;
   long prefill_tokens = 0;
   for (const StepRecord& s : frame.steps) {
+    const double start = s.time - s.step_seconds;
+    if (last_time_ >= 0) {
+      const double gap = start - last_time_;
+      if (gap > kIdleSeconds && gap > 4.0 * last_gap_) {
+        // Idle: a NaN point breaks the line, and the rate after the pause is not averaged
+        // with the steps before it.
+        plot_->graph(0)->addData(last_time_ + 0.5 * gap, std::numeric_limits<double>::quiet_NaN());
+        recent_.clear();
+      }
+      last_gap_ = std::max(0.0, gap);
+    }
+    last_time_ = s.time;
     const int tokens = s.num_prefill_tokens + s.num_decode_tokens;
     if (tokens == 0) continue;
     prefill_s += s.step_seconds * s.num_prefill_tokens / tokens;
@@ -76,6 +95,7 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
     decode_tokens += s.num_decode_tokens;
   }
   if (first_time_ < 0) first_time_ = frame.steps.front().time;
+  // Points are appended in time order, which QCPDataContainer::add handles without sorting.
   if (decode_tokens > 0 && decode_s > 0) {
     last_decode_rate_ = double(decode_tokens) / decode_s;
     plot_->graph(0)->addData(t, last_decode_rate_);
@@ -84,27 +104,35 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
     last_prefill_rate_ = double(prefill_tokens) / prefill_s;
     plot_->graph(1)->addData(t, last_prefill_rate_);
   }
-  last_time_ = t;
-  // A sliding window of the last 30 s; before that the data fill the width.
+  // The last 30 s are kept; the axes are set when drawing (nobody sees them off screen).
   const double from = std::max(first_time_, t - window_seconds_);
   plot_->graph(0)->data()->removeBefore(from - 1.0);
   plot_->graph(1)->data()->removeBefore(from - 1.0);
+  update_title();
+  request_draw();
+}
+
+void ThroughputChart::update_ranges() {
+  if (last_time_ < 0 || first_time_ < 0) return;
+  const double t = last_time_;
+  // A sliding window of the last 30 s; before that the data fill the width.
+  const double from = std::max(first_time_, t - window_seconds_);
   const double span = std::max(1.0, t - from);
   plot_->xAxis->setRange(from - 0.02 * span, t + 0.02 * span);
+  // Value axes in 1-2-5 steps: they change only when the data cross a step, so the tick
+  // labels (and QCustomPlot's cached label images) stay the same from frame to frame.
   bool found = false;
   QCPRange r = plot_->graph(0)->getValueRange(found);
-  if (found) plot_->yAxis->setRange(0, std::max(1.0, r.upper * 1.15));
+  if (found) plot_->yAxis->setRange(0, nice_ceiling(r.upper * 1.1));
   r = plot_->graph(1)->getValueRange(found);
-  if (found) plot_->yAxis2->setRange(0, std::max(1.0, r.upper * 1.15));
-  update_title();
-  if (isVisible()) pacer_.request();
+  if (found) plot_->yAxis2->setRange(0, nice_ceiling(r.upper * 1.1));
 }
 
 void ThroughputChart::set_request_latency(double ttft, double tpot) {
   if (ttft >= 0) ttft_ = ttft;
   if (tpot >= 0) tpot_ = tpot;
   update_title();
-  if (isVisible()) pacer_.request();
+  request_draw();
 }
 
 void ThroughputChart::update_title() {
@@ -114,26 +142,16 @@ void ThroughputChart::update_title() {
   parts << (ttft_ >= 0 ? QString("TTFT %1 ms").arg(ttft_ * 1000, 0, 'f', 1) : QString("TTFT –"));
   parts << (tpot_ >= 0 ? QString("TPOT %1 ms").arg(tpot_ * 1000, 0, 'f', 2) : QString("TPOT –"));
   title_->setText(parts.join("   ·   "));
-  title_->setTextColor(palette().color(QPalette::Text));
 }
 
-void ThroughputChart::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
-  pacer_.draw_now();
-}
-
-void ThroughputChart::changeEvent(QEvent* event) {
-  QWidget::changeEvent(event);
-  if (event->type() == QEvent::PaletteChange) {
-    // The plots' own palettes follow after this event: restyle once they have.
-    QTimer::singleShot(0, this, [this] { restyle(); });
-  }
+void ThroughputChart::draw() {
+  update_ranges();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
 void ThroughputChart::restyle() {
   style_plot(plot_);
-  update_title();
-  plot_->replot();
+  title_->setTextColor(palette().color(QPalette::Text));
 }
 
 }  // namespace llmwb::ui

@@ -2,11 +2,9 @@
 // latest request's time to first token and time per output token.
 #pragma once
 
-#include <QWidget>
-
 #include <deque>
 
-#include "frame_pacer.h"
+#include "live_view.h"
 #include "telemetry_frame.h"
 
 class QCustomPlot;
@@ -14,7 +12,7 @@ class QCPTextElement;
 
 namespace llmwb::ui {
 
-class ThroughputChart : public QWidget {
+class ThroughputChart : public LiveView {
   Q_OBJECT
 
  public:
@@ -28,29 +26,36 @@ class ThroughputChart : public QWidget {
   // Shown in the title: the latest request's latency figures (a negative value keeps the
   // figure shown).
   void set_request_latency(double time_to_first_token, double time_per_output_token);
-  static constexpr double kSmoothingSeconds = 0.5;
   void clear();
 
+  static constexpr double kSmoothingSeconds = 0.5;
+  // The engine was idle (between generations, before an experiment) when no step ran for this
+  // long, and for far longer than between the steps before (slow motion spaces steps evenly):
+  // the line breaks there instead of joining the two sides.
+  static constexpr double kIdleSeconds = 0.25;
+
+  // Decode points drawn (line breaks not counted).
   int decode_points() const;
+  // Breaks in the decode line, one per idle period in the window.
+  int decode_gaps() const;
   double last_decode_rate() const { return last_decode_rate_; }
+  QCustomPlot* plot() const { return plot_; }
 
  protected:
-  void showEvent(QShowEvent* event) override;
-  void changeEvent(QEvent* event) override;
-
- private:
-  void restyle();
+  void draw() override;
+  void restyle() override;
 
  private:
   void update_title();
+  void update_ranges();
 
   QCustomPlot* plot_;
   QCPTextElement* title_;
-  FramePacer pacer_;
   double window_seconds_ = 30.0;
   double first_time_ = -1.0;
   std::deque<StepRecord> recent_;  // the steps of the last kSmoothingSeconds
-  double last_time_ = 0.0;
+  double last_time_ = -1.0;        // end of the newest step seen
+  double last_gap_ = 0.0;          // idle time between the two newest steps
   double last_decode_rate_ = 0.0, last_prefill_rate_ = 0.0;
   double ttft_ = -1.0, tpot_ = -1.0;
 };

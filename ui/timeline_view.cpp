@@ -2,8 +2,6 @@
 
 #include <qcustomplot.h>
 
-#include <QTimer>
-
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -17,10 +15,7 @@ enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kSchedule = 3 };
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
-    : QWidget(parent),
-      gantt_(new QCustomPlot(this)),
-      batch_(new QCustomPlot(this)),
-      pacer_(this, [this] { redraw(); }) {
+    : LiveView(parent), gantt_(new QCustomPlot(this)), batch_(new QCustomPlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -58,7 +53,7 @@ TimelineView::TimelineView(QWidget* parent)
 
 void TimelineView::clear() {
   steps_.clear();
-  redraw();
+  draw_now();
 }
 
 void TimelineView::add_frame(const TelemetryFrame& frame) {
@@ -66,10 +61,10 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
     steps_.push_back(s);
     if (int(steps_.size()) > kSteps) steps_.pop_front();
   }
-  if (isVisible()) pacer_.request();
+  request_draw();
 }
 
-void TimelineView::redraw() {
+void TimelineView::draw() {
   QVector<double> keys, prefill, decode;
   size_t used_bars = 0;
   if (!steps_.empty()) {
@@ -129,23 +124,9 @@ void TimelineView::redraw() {
   batch_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
-void TimelineView::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
-  redraw();
-}
-
-void TimelineView::changeEvent(QEvent* event) {
-  QWidget::changeEvent(event);
-  if (event->type() == QEvent::PaletteChange) {
-    // The plots' own palettes follow after this event: restyle once they have.
-    QTimer::singleShot(0, this, [this] { restyle(); });
-  }
-}
-
 void TimelineView::restyle() {
   style_plot(gantt_);
   style_plot(batch_);
-  redraw();
 }
 
 }  // namespace llmwb::ui

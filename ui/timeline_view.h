@@ -2,12 +2,10 @@
 // sample) and the batch composition of each step (prefill and decode tokens, stacked).
 #pragma once
 
-#include <QWidget>
-
 #include <deque>
 #include <vector>
 
-#include "frame_pacer.h"
+#include "live_view.h"
 #include "telemetry_frame.h"
 
 class QCustomPlot;
@@ -16,7 +14,7 @@ class QCPItemRect;
 
 namespace llmwb::ui {
 
-class TimelineView : public QWidget {
+class TimelineView : public LiveView {
   Q_OBJECT
 
  public:
@@ -29,22 +27,16 @@ class TimelineView : public QWidget {
   static constexpr int kSteps = 48;
 
  protected:
-  void showEvent(QShowEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  void draw() override;
+  void restyle() override;
 
  private:
-  void restyle();
-
- private:
-  void redraw();
-
   QCustomPlot* gantt_;
   QCustomPlot* batch_;
   QCPBars* prefill_bars_;
   QCPBars* decode_bars_;
   std::deque<StepRecord> steps_;
   std::vector<QCPItemRect*> bars_;  // reused frame to frame: creating items is costly
-  FramePacer pacer_;
 };
 
 }  // namespace llmwb::ui

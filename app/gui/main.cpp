@@ -1,6 +1,7 @@
 // llmwb — the LLM Workbench desktop application.
 //
 //   llmwb [MODEL] [--model PATH] [--tokenizer PATH] [--screenshot-dir DIR]
+//   llmwb --bench-gui N [--bench-view NAME] [--bench-headless] [--threads T] [--max-tokens M] [MODEL]
 //
 // Without a model argument it opens the bundled default (stories260K) when one can be found.
 #include <QApplication>
@@ -9,6 +10,9 @@
 #include <QFileInfo>
 #include <QTimer>
 
+#include <cstring>
+
+#include "bench_mode.h"
 #include "screenshot_mode.h"
 #include "theme.h"
 #include "workbench.h"
@@ -34,6 +38,9 @@ QString default_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The headless benchmark opens no window: it must not need (or be disturbed by) a display.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--bench-headless") == 0) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("llmwb");
   QApplication::setApplicationName("llmwb");
@@ -51,17 +58,59 @@ int main(int argc, char** argv) {
                                "Open the model, run a short greedy generation, write a PNG of every view into DIR "
                                "and exit.",
                                "DIR");
+  QCommandLineOption bench_opt("bench-gui",
+                               "Run N greedy generations in the window with the live charts shown, print tok/s and "
+                               "CPU time as one JSON line and exit (see tools/bench_gui_overhead.sh).",
+                               "N");
+  QCommandLineOption bench_view_opt("bench-view", "With --bench-gui: the dock raised: throughput (default), kv, "
+                                    "timeline, attention or none.", "NAME", "throughput");
+  QCommandLineOption bench_headless_opt("bench-headless",
+                                        "With --bench-gui: the same generations with no window (the baseline).");
+  QCommandLineOption bench_paints_opt("bench-paints", "With --bench-gui: also count paint events by widget class.");
+  QCommandLineOption threads_opt("threads", "With --bench-gui: engine threads (default: the automatic choice).", "T");
+  QCommandLineOption max_tokens_opt("max-tokens", "With --bench-gui: tokens per generation at most.", "M");
   QCommandLineOption theme_opt("theme", "Palette for this run: system, light or dark.", "NAME");
   parser.addOption(model_opt);
   parser.addOption(theme_opt);
   parser.addOption(tokenizer_opt);
   parser.addOption(shots_opt);
+  for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &threads_opt, &max_tokens_opt})
+    parser.addOption(*o);
   parser.addPositionalArgument("model", "Model to open (same as --model).", "[MODEL]");
   parser.process(app);
 
   QString model = parser.value(model_opt);
   if (model.isEmpty() && !parser.positionalArguments().isEmpty()) model = parser.positionalArguments().first();
   const QString tokenizer = parser.value(tokenizer_opt);
+
+  if (parser.isSet(bench_opt)) {
+    llmwb::gui::BenchOptions o;
+    o.model = model.isEmpty() ? default_model() : model;
+    o.tokenizer = tokenizer;
+    o.view = parser.value(bench_view_opt);
+    o.count_paints = parser.isSet(bench_paints_opt);
+    bool ok = true;
+    auto number = [&](const QCommandLineOption& opt, int fallback, int low) {
+      if (!parser.isSet(opt)) return fallback;
+      bool good = false;
+      const int v = parser.value(opt).toInt(&good);
+      if (!good || v < low) {
+        fprintf(stderr, "llmwb: --%s: '%s' is not a whole number >= %d\n", qPrintable(opt.names().first()),
+                qPrintable(parser.value(opt)), low);
+        ok = false;
+      }
+      return v;
+    };
+    o.generations = number(bench_opt, o.generations, 1);
+    o.threads = number(threads_opt, o.threads, 0);
+    o.max_tokens = number(max_tokens_opt, o.max_tokens, 1);
+    if (!ok) return 2;
+    if (o.model.isEmpty()) {
+      fprintf(stderr, "llmwb: --bench-gui needs --model PATH (no default model found)\n");
+      return 2;
+    }
+    return parser.isSet(bench_headless_opt) ? llmwb::gui::run_headless_bench(o) : llmwb::gui::run_gui_bench(o);
+  }
 
   llmwb::gui::Workbench bench;
   if (parser.isSet(theme_opt)) llmwb::ui::apply_theme(parser.value(theme_opt));

@@ -67,7 +67,7 @@ class TestCompletionView : public QObject {
     ui::TokenChipsView* chips = view()->chips();
     QCOMPARE(chips->chip_count(), view()->generated_tokens());
     QCOMPARE(chips->chip_count(), 64);
-    const QString tip = chips->item(0)->toolTip();
+    const QString tip = chips->tool_tip(0);
     QVERIFY2(tip.contains(QString("token %1").arg(chips->token_id(0))), qPrintable(tip));
     QVERIFY2(tip.contains("p = "), qPrintable(tip));
   }

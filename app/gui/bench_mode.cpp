@@ -1,0 +1,222 @@
+#include "bench_mode.h"
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QPaintEvent>
+#include <QPlainTextEdit>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTextStream>
+#include <QTimer>
+
+#include <chrono>
+#include <cstdio>
+
+#include "completion_view.h"
+#include "llmwb/engine.h"
+#include "llmwb/errors.h"
+#include "sampling_params_editor.h"
+#include "thread_cpu.h"
+#include "throughput_chart.h"
+
+namespace llmwb::gui {
+
+namespace {
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+SamplingParams bench_params(const BenchOptions& o) {
+  SamplingParams p;
+  p.temperature = 0.0f;  // greedy: every run generates the same tokens
+  p.max_tokens = o.max_tokens;
+  return p;
+}
+
+QJsonObject threads_json(const std::map<std::string, double>& cpu) {
+  QJsonObject o;
+  for (const auto& [name, seconds] : cpu) o[QString::fromStdString(name)] = seconds;
+  return o;
+}
+
+// The fields both modes print, so that a script can pair them.
+QJsonObject result_json(const QString& mode, const BenchOptions& o, int threads, long tokens, double engine_seconds,
+                        double main_cpu, double wall, const std::map<std::string, double>& cpu) {
+  QJsonObject j;
+  j["mode"] = mode;
+  j["model"] = o.model;
+  j["threads"] = threads;
+  j["generations"] = o.generations;
+  j["tokens"] = double(tokens);
+  j["engine_seconds"] = engine_seconds;
+  j["tok_s"] = engine_seconds > 0 ? double(tokens) / engine_seconds : 0.0;
+  j["wall_seconds"] = wall;
+  j["main_thread_cpu_s"] = main_cpu;
+  j["main_thread_cpu_ms_per_1k_tokens"] = tokens > 0 ? 1e6 * main_cpu / double(tokens) : 0.0;
+  double total = 0.0;
+  for (const auto& [name, seconds] : cpu) total += seconds;
+  j["process_cpu_s"] = total;
+  j["thread_cpu_s"] = threads_json(cpu);
+  return j;
+}
+
+void print_json(const QJsonObject& j) {
+  QTextStream(stdout) << QJsonDocument(j).toJson(QJsonDocument::Compact) << "\n";
+}
+
+}  // namespace
+
+int run_headless_bench(const BenchOptions& options) {
+  ui::AppSettings settings;
+  settings.threads = options.threads;
+  const EngineConfig cfg = settings.engine_config(options.model, options.tokenizer);
+  try {
+    Engine engine(cfg);
+    const SamplingParams params = bench_params(options);
+    long tokens = 0;
+    double engine_seconds = 0.0, cpu0 = 0.0, wall0 = 0.0;
+    std::map<std::string, double> threads0;
+    for (int g = -1; g < options.generations; ++g) {  // g = -1: the warm-up
+      if (g == 0) {
+        cpu0 = this_thread_cpu_seconds();
+        wall0 = wall_seconds();
+        threads0 = thread_cpu_by_name();
+      }
+      engine.add_request("", params);
+      while (engine.has_unfinished()) {
+        for (const RequestOutput& out : engine.step()) {
+          if (!out.error.empty()) throw Error("generation", out.error);
+          if (!out.finished || g < 0) continue;
+          tokens += out.outputs.empty() ? 0 : long(out.outputs[0].token_ids.size());
+          engine_seconds += out.total_time;
+        }
+      }
+    }
+    const double main_cpu = this_thread_cpu_seconds() - cpu0;
+    print_json(result_json("headless", options, cfg.threads, tokens, engine_seconds, main_cpu,
+                           wall_seconds() - wall0, cpu_difference(threads0, thread_cpu_by_name())));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llmwb --bench-gui: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run_gui_bench(const BenchOptions& options) {
+  // A benchmark neither reads nor changes the user's settings and window layout.
+  QStandardPaths::setTestModeEnabled(true);
+  QSettings().clear();
+  Workbench bench;
+  BenchMode mode(bench, options);
+  QTimer::singleShot(0, &mode, &BenchMode::start);
+  return QApplication::exec();
+}
+
+BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {}
+
+void BenchMode::start() {
+  ui::MainWindow& w = bench_.window();
+  ui::AppSettings s = w.settings();
+  s.threads = options_.threads;
+  s.step_delay_ms = 0;
+  w.set_settings(s);
+  w.resize(1440, 920);
+  w.show();
+  w.show_view(ui::MainWindow::View::Completion);
+  using View = ui::MainWindow::View;
+  const std::map<QString, View> docks = {{"throughput", View::Throughput},
+                                         {"kv", View::KvCache},
+                                         {"timeline", View::Timeline},
+                                         {"attention", View::Attention}};
+  if (options_.view == "none") {
+    for (const auto& [name, view] : docks) w.view_widget(view)->parentWidget()->hide();
+  } else if (docks.count(options_.view)) {
+    w.show_view(docks.at(options_.view));
+  } else {
+    return fail("--bench-view: '" + options_.view + "' is not throughput, kv, timeline, attention or none");
+  }
+  connect(&w, &ui::MainWindow::model_ready, this, &BenchMode::on_model_ready, Qt::SingleShotConnection);
+  connect(&bench_.worker(), &EngineWorker::load_failed, this,
+          [this](quint64, const QString& error, bool) { fail("cannot open the model: " + error); });
+  connect(w.completion_view(), &ui::CompletionView::generation_finished, this, [this](const ui::TokenDelta& d) {
+    on_finished(d.num_output_tokens, d.total_time, d.finish_reason == FinishReason::Error);
+  });
+  if (!w.open_model(options_.model, options_.tokenizer)) fail(options_.model + ": cannot open");
+}
+
+void BenchMode::on_model_ready() {
+  ui::CompletionView* c = bench_.window().completion_view();
+  c->prompt_editor()->setPlainText({});
+  c->sampling()->set_params(bench_params(options_));
+  next_generation();
+}
+
+void BenchMode::next_generation() {
+  if (done_ == 0 && !measuring_) {
+    // The warm-up is over: measure from here.
+    measuring_ = true;
+    gui_cpu_start_ = this_thread_cpu_seconds();
+    wall_start_ = wall_seconds();
+    draws_start_ = bench_.window().throughput_chart()->draw_count();
+    threads_start_ = thread_cpu_by_name();
+    if (options_.count_paints) qApp->installEventFilter(this);
+  }
+  bench_.window().completion_view()->generate();
+}
+
+void BenchMode::on_finished(int tokens, double total_time, bool error) {
+  if (error) return fail("a generation failed");
+  if (done_ >= 0) {
+    tokens_ += tokens;
+    engine_seconds_ += total_time;
+  }
+  ++done_;
+  if (done_ >= options_.generations) return report();
+  // Queued: the Completion view finishes its own handling of the delta first.
+  QTimer::singleShot(0, this, &BenchMode::next_generation);
+}
+
+void BenchMode::report() {
+  const double gui_cpu = this_thread_cpu_seconds() - gui_cpu_start_;
+  ui::MainWindow& w = bench_.window();
+  QJsonObject j = result_json("gui", options_, w.settings().engine_config(options_.model, {}).threads, tokens_,
+                              engine_seconds_, gui_cpu, wall_seconds() - wall_start_,
+                              cpu_difference(threads_start_, thread_cpu_by_name()));
+  j["view"] = options_.view;
+  // CLOCK_MONOTONIC at the start of the measured phase (to cut a `perf record -k mono` trace).
+  j["measure_start_monotonic_s"] = wall_start_;
+  j["platform"] = QApplication::platformName();
+  const double wall = j["wall_seconds"].toDouble();
+  const long draws = w.throughput_chart()->draw_count() - draws_start_;
+  j["throughput_chart_draws"] = double(draws);
+  j["throughput_chart_draws_per_s"] = wall > 0 ? double(draws) / wall : 0.0;
+  j["throughput_chart_last_draw_ms"] = w.throughput_chart()->pacer().last_cost_ms();
+  if (options_.count_paints) {
+    qApp->removeEventFilter(this);
+    QJsonObject paints;
+    for (const auto& [name, c] : paints_)
+      paints[name] = QJsonObject{{"events", double(c.events)}, {"megapixels", c.pixels / 1e6}};
+    j["paints"] = paints;
+  }
+  print_json(j);
+  QApplication::exit(0);
+}
+
+bool BenchMode::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Paint && watched->isWidgetType()) {
+    PaintCount& c = paints_[QString::fromLatin1(watched->metaObject()->className())];
+    ++c.events;
+    for (const QRect& r : static_cast<QPaintEvent*>(event)->region()) c.pixels += double(r.width()) * r.height();
+  }
+  return false;
+}
+
+void BenchMode::fail(const QString& why) {
+  QTextStream(stderr) << "llmwb --bench-gui: " << why << "\n";
+  QApplication::exit(1);
+}
+
+}  // namespace llmwb::gui

@@ -1,0 +1,269 @@
+// The live views while tokens stream: the throughput line breaks over idle time, charts draw
+// no more often than their frame pacer allows, views tabbed away draw nothing (and the
+// attention capture is off), and streaming never re-lays out the window or re-flows the
+// token chips. No timings of speed here: tools/bench_gui_overhead.sh measures those.
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QPlainTextEdit>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTest>
+#include <QTimer>
+
+#include <qcustomplot.h>
+
+#include <cmath>
+
+#include "attention_heatmap.h"
+#include "chart_style.h"
+#include "chat_view.h"
+#include "conversation_store.h"
+#include "completion_view.h"
+#include "kv_block_map.h"
+#include "sampling_params_editor.h"
+#include "throughput_chart.h"
+#include "timeline_view.h"
+#include "token_chips_view.h"
+#include "ui_test_support.h"
+
+using namespace llmwb;
+
+namespace {
+
+// Decode-only steps of `step_seconds` each, back to back from `start`.
+ui::TelemetryFrame burst(double start, int steps, double step_seconds, quint64 first_step) {
+  ui::TelemetryFrame f;
+  for (int i = 0; i < steps; ++i) {
+    ui::StepRecord s;
+    s.step = first_step + quint64(i);
+    s.time = start + (i + 1) * step_seconds;
+    s.step_seconds = step_seconds;
+    s.forward_seconds = step_seconds;
+    s.num_decode_tokens = 1;
+    s.num_decode_seqs = 1;
+    f.steps.push_back(s);
+  }
+  return f;
+}
+
+// Counts events of one type reaching one object.
+class EventCounter : public QObject {
+ public:
+  EventCounter(QObject* target, QEvent::Type type) : type_(type) { target->installEventFilter(this); }
+  int count = 0;
+
+ protected:
+  bool eventFilter(QObject*, QEvent* e) override {
+    if (e->type() == type_) ++count;
+    return false;
+  }
+
+ private:
+  QEvent::Type type_;
+};
+
+// Whether any pixel in column x (within the plot's axis rect) has the colour of `series`.
+bool column_has_colour(const QImage& image, int x, const QRect& area, const QColor& series) {
+  for (int y = area.top(); y <= area.bottom(); ++y) {
+    const QColor c = image.pixelColor(x, y);
+    if (std::abs(c.red() - series.red()) < 40 && std::abs(c.green() - series.green()) < 40 &&
+        std::abs(c.blue() - series.blue()) < 40)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+class TestLiveCharts : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::Workbench> bench_;
+
+  ui::MainWindow& window() { return bench_->window(); }
+
+  // A greedy generation through the Completion view, in slow motion so that it streams over
+  // several frames; returns the number of token deltas the view received.
+  int stream_generation(int max_tokens, int step_delay_ms) {
+    ui::CompletionView* c = window().completion_view();
+    int deltas = 0;
+    QObject context;  // the connection ends with this function
+    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&deltas] { ++deltas; });
+    emit window().step_delay_requested(step_delay_ms);
+    c->prompt_editor()->setPlainText({});
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = max_tokens;
+    c->sampling()->set_params(greedy);
+    c->generate();
+    const bool done = QTest::qWaitFor([c] { return !c->is_generating(); }, 120000);
+    emit window().step_delay_requested(0);
+    return done ? deltas : -1;
+  }
+
+ private slots:
+  void initTestCase() {
+    bench_ = uitest::start_application(ui::MainWindow::View::Completion);
+    window().show_view(ui::MainWindow::View::Throughput);
+    QVERIFY(uitest::open_model_and_wait(window(), uitest::stories_gguf()));
+  }
+
+  void cleanupTestCase() { bench_.reset(); }
+
+  void throughput_line_breaks_over_an_idle_period() {
+    ui::ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    // 1 s of steps at 100 tok/s, 5 s idle, 1 s more: 10 frames a burst.
+    quint64 step = 0;
+    for (int f = 0; f < 10; ++f, step += 10) chart.add_frame(burst(0.1 * f, 10, 0.01, step));
+    for (int f = 0; f < 10; ++f, step += 10) chart.add_frame(burst(6.0 + 0.1 * f, 10, 0.01, step));
+    QCOMPARE(chart.decode_gaps(), 1);
+    QCOMPARE(chart.decode_points(), 20);
+
+    // And on screen: no line in the middle of the idle time, a line in the middle of a burst.
+    // (Shown again, a view that missed a paced draw draws at once.)
+    chart.hide();
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QCustomPlot* plot = chart.plot();
+    const QImage image = plot->toPixmap(plot->width(), plot->height(), 1.0).toImage();
+    const QRect area = plot->axisRect()->rect();
+    const QColor line = ui::series_color(0);
+    const int idle_x = int(plot->xAxis->coordToPixel(3.5));
+    const int busy_x = int(plot->xAxis->coordToPixel(0.6));
+    QVERIFY(column_has_colour(image, busy_x, area, line));
+    QVERIFY2(!column_has_colour(image, idle_x, area, line), "the line crosses the idle period");
+  }
+
+  void a_steady_stream_has_no_breaks() {
+    ui::ThroughputChart chart;
+    quint64 step = 0;
+    for (int f = 0; f < 40; ++f, step += 10) chart.add_frame(burst(0.1 * f, 10, 0.01, step));
+    QCOMPARE(chart.decode_gaps(), 0);
+    QCOMPARE(chart.decode_points(), 40);
+  }
+
+  void chart_draws_within_the_pacers_limit_while_frames_flood_in() {
+    ui::ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    EventCounter paints(chart.plot(), QEvent::Paint);
+    const long draws_before = chart.draw_count();
+    // Frames ten times faster than the worker sends them, for a second.
+    QElapsedTimer t;
+    t.start();
+    quint64 step = 0;
+    double engine_time = 0.0;
+    while (t.elapsed() < 1000) {
+      chart.add_frame(burst(engine_time, 4, 0.001, step));
+      engine_time += 0.004;
+      step += 4;
+      QTest::qWait(3);
+    }
+    const double seconds = double(t.elapsed()) / 1000.0;
+    const long draws = chart.draw_count() - draws_before;
+    // At most one draw per minimum interval (plus the one allowed at once).
+    const long limit = long(seconds * 1000.0 / 33.0) + 2;
+    QVERIFY2(draws >= 1, "the chart never drew");
+    QVERIFY2(draws <= limit, qPrintable(QString("%1 draws in %2 s, limit %3").arg(draws).arg(seconds).arg(limit)));
+    QVERIFY2(paints.count <= limit, qPrintable(QString("%1 paints, limit %2").arg(paints.count).arg(limit)));
+  }
+
+  void streaming_does_not_relayout_the_window_or_reflow_the_chips() {
+    // The central tab widget repaints itself whole on every layout request that reaches it;
+    // a label re-measured per delta used to send it one each time.
+    auto* tabs = qobject_cast<QTabWidget*>(window().completion_view()->parentWidget()->parentWidget());
+    QVERIFY(tabs);
+    QTabBar* tab_bar = tabs->tabBar();
+    EventCounter layouts(tabs, QEvent::LayoutRequest);
+    EventCounter tab_paints(tab_bar, QEvent::Paint);
+    // Warm up once: the first generation may settle the layout (scroll ranges, sizes).
+    QVERIFY(stream_generation(40, 2) > 0);
+    QTest::qWait(50);
+    layouts.count = tab_paints.count = 0;
+    ui::TokenChipsView* chips = window().completion_view()->chips();
+    const long reflows = chips->reflow_count();
+    const int deltas = stream_generation(120, 2);
+    QVERIFY2(deltas >= 3, qPrintable(QString("only %1 deltas: the generation did not stream").arg(deltas)));
+    QTest::qWait(50);
+    QCOMPARE(chips->chip_count(), window().completion_view()->generated_tokens());
+    QCOMPARE(chips->reflow_count(), reflows);
+    QCOMPARE(layouts.count, 0);
+    QCOMPARE(tab_paints.count, 0);
+  }
+
+  void a_chat_reply_streams_into_the_transcript_as_the_final_text() {
+    ui::MainWindow& w = window();
+    w.show_view(ui::MainWindow::View::Chat);
+    ui::ChatView* chat = w.chat_view();
+    chat->set_store(ui::ConversationStore(uitest::scratch_dir("live_charts_chat")));
+    chat->new_chat();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 80;
+    chat->sampling()->set_params(greedy);
+    emit w.step_delay_requested(3);
+    chat->input()->setPlainText("Once upon a time, there was a dog named Max.");
+    chat->send();
+    // Mid-stream snapshots of the transcript (each delta appends to it rather than re-rendering).
+    QStringList shown;
+    // The context of the connection and of the queued snapshots: destroyed with this test, it
+    // takes any snapshot still queued with it.
+    QObject context;
+    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&] {
+      QTimer::singleShot(0, &context, [&] {
+        if (chat->is_generating()) shown << chat->transcript_text();
+      });
+    });
+    QVERIFY(QTest::qWaitFor([chat] { return !chat->is_generating(); }, 60000));
+    emit w.step_delay_requested(0);
+    QVERIFY2(shown.size() >= 3, qPrintable(QString::number(shown.size())));
+    const QString final_text = chat->transcript_text();
+    for (const QString& t : shown) {
+      QVERIFY2(t.endsWith(QStringLiteral("▍")), qPrintable(t));
+      // What was on screen mid-stream is the start of what stands there at the end.
+      QString streamed = t.chopped(1);
+      streamed.replace(QChar::LineSeparator, '\n');
+      QString done = final_text;
+      done.replace(QChar::LineSeparator, '\n');
+      QVERIFY2(done.startsWith(streamed.trimmed()), qPrintable("mid-stream: " + streamed + "\nfinal: " + done));
+    }
+    QVERIFY(shown.last().size() > shown.first().size());
+    w.show_view(ui::MainWindow::View::Completion);
+  }
+
+  void views_tabbed_away_draw_nothing_and_capture_no_attention() {
+    ui::MainWindow& w = window();
+    w.show_view(ui::MainWindow::View::Throughput);
+    QTest::qWait(50);
+    ui::AttentionHeatmap* attention = w.attention_heatmap();
+    ui::TimelineView* timeline = w.timeline_view();
+    ui::KvBlockMap* kv = w.kv_map();
+    // Qt keeps a dock tab behind another "visible", only moved out of the window.
+    QVERIFY(timeline->isVisible());
+    QVERIFY(!timeline->on_screen());
+    QVERIFY(w.throughput_chart()->on_screen());
+    const long timeline_draws = timeline->draw_count(), kv_draws = kv->draw_count();
+    const long attention_draws = attention->draw_count(), chart_draws = w.throughput_chart()->draw_count();
+    QVERIFY(stream_generation(100, 2) > 0);
+    QTest::qWait(100);
+    QVERIFY(w.throughput_chart()->draw_count() > chart_draws);
+    QCOMPARE(timeline->draw_count(), timeline_draws);
+    QCOMPARE(kv->draw_count(), kv_draws);
+    QCOMPARE(attention->draw_count(), attention_draws);
+    QVERIFY2(!attention->has_data(), "the engine captured attention for a view nobody sees");
+    // Raised, a view catches up at once with what it missed.
+    w.show_view(ui::MainWindow::View::Timeline);
+    QVERIFY(QTest::qWaitFor([&] { return timeline->draw_count() > timeline_draws; }, 5000));
+    QVERIFY(timeline->on_screen());
+    QVERIFY(timeline->steps_shown() > 0);
+    w.show_view(ui::MainWindow::View::Throughput);
+  }
+};
+
+QTEST_MAIN(TestLiveCharts)
+#include "test_live_charts.moc"

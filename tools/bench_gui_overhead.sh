@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bench_gui_overhead.sh — generation throughput with the GUI open (live chart on screen) against
+# headless, in interleaved pairs, under a private Xvfb. Prints one line per run and the medians.
+#
+#   tools/bench_gui_overhead.sh [LLMWB_BINARY...]        (default: build/app/gui/llmwb)
+#
+# Environment: MODEL (default: stories260K.bin from the shared models, 511 tokens per greedy
+# generation), THREADS (engine threads, default 1 = the GUI's automatic choice on 2 cores),
+# GENERATIONS (per run, default 20), PAIRS (default 5), VIEW (dock raised: throughput, kv,
+# timeline, attention or none; default throughput).
+#
+# Each pair runs `llmwb --bench-gui N --bench-headless` (the engine driven from the main
+# thread, no window: what llmwb-cli does) and `llmwb --bench-gui N` (the real window, the
+# Completion tab streaming, the chosen chart dock raised), in alternating order. Reported:
+# tok/s of engine time for both, the overhead (1 - gui/headless), and CPU per 1000 tokens of
+# the GUI thread and of the X server, which contention from other processes does not inflate
+# the way it inflates rates. With several binaries (e.g. before/after a change) the runs of
+# all binaries are interleaved too.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+bins=("$@")
+[ ${#bins[@]} -eq 0 ] && bins=("$here/build/app/gui/llmwb")
+model="${MODEL:-$(cd "$here/.." && pwd)/shared/models/stories260K/stories260K.bin}"
+[ -f "$model" ] || model=/work/shared/models/stories260K/stories260K.bin
+threads="${THREADS:-1}"
+generations="${GENERATIONS:-20}"
+pairs="${PAIRS:-5}"
+view="${VIEW:-throughput}"
+
+display=":$((90 + RANDOM % 500))"
+Xvfb "$display" -screen 0 1920x1080x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb_pid=$!
+trap 'kill $xvfb_pid 2>/dev/null || true' EXIT
+sleep 1
+export DISPLAY="$display" XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/llmwb-bench-runtime}"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+# CPU seconds the X server has used so far (utime + stime).
+xvfb_cpu() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$xvfb_pid/stat"; }
+
+out="$(mktemp)"
+for ((p = 1; p <= pairs; ++p)); do
+  for b in "${bins[@]}"; do
+    order=(headless gui)
+    ((p % 2 == 0)) && order=(gui headless)
+    for mode in "${order[@]}"; do
+      if [ "$mode" = headless ]; then
+        line="$("$b" --bench-gui "$generations" --bench-headless --threads "$threads" "$model" 2>/dev/null)"
+        x=0
+      else
+        x0="$(xvfb_cpu)"
+        line="$("$b" --bench-gui "$generations" --bench-view "$view" --threads "$threads" "$model" 2>/dev/null)"
+        x="$(awk -v a="$x0" -v b="$(xvfb_cpu)" 'BEGIN{print b - a}')"
+      fi
+      echo "$b|$p|$x|$line" >>"$out"
+      echo "$b pair $p $mode: $line" | cut -c1-220
+    done
+  done
+done
+
+python3 - "$out" <<'PY'
+import json, statistics, sys
+runs = {}
+for row in open(sys.argv[1]):
+    b, p, x, line = row.rstrip("\n").split("|", 3)
+    j = json.loads(line)
+    j["xvfb_cpu_s"] = float(x)
+    runs.setdefault(b, {}).setdefault(int(p), {})[j["mode"]] = j
+print()
+for b, pairs in runs.items():
+    ratios, head, gui, gui_ms, x_ms, draws, eng_h, eng_g = [], [], [], [], [], [], [], []
+    for p, m in sorted(pairs.items()):
+        h, g = m["headless"], m["gui"]
+        head.append(h["tok_s"]); gui.append(g["tok_s"])
+        ratios.append(g["tok_s"] / h["tok_s"])
+        gui_ms.append(g["main_thread_cpu_ms_per_1k_tokens"])
+        x_ms.append(1e6 * g["xvfb_cpu_s"] / g["tokens"])
+        draws.append(g["throughput_chart_draws_per_s"])
+        # The engine's own CPU per 1000 tokens: the main thread headless, the worker in the GUI.
+        eng_h.append(h["main_thread_cpu_ms_per_1k_tokens"])
+        eng_g.append(1e6 * g["thread_cpu_s"].get("llmwb-engine", 0.0) / g["tokens"])
+    med = statistics.median
+    print(f"{b}: {len(ratios)} pairs, model {g['model']}, {g['threads']} engine thread(s), view {g['view']}")
+    print(f"  headless tok/s median {med(head):.0f}   gui tok/s median {med(gui):.0f}")
+    print(f"  overhead median {100 * (1 - med(ratios)):.1f}%  (per pair: {', '.join(f'{100 * (1 - r):.1f}' for r in ratios)})")
+    print(f"  GUI thread CPU ms per 1000 tokens median {med(gui_ms):.1f}   X server {med(x_ms):.1f}")
+    print(f"  engine CPU ms per 1000 tokens median: headless {med(eng_h):.1f}, with the GUI {med(eng_g):.1f}")
+    print(f"  throughput chart draws/s median {med(draws):.1f}")
+PY
+rm -f "$out"
