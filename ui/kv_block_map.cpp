@@ -79,7 +79,7 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   engine_free_ = t.blocks_free;
   const KvBlockGrid::Counts c = grid_->counts();
   const double fill = t.slots_allocated ? 100.0 * double(t.slots_filled) / double(t.slots_allocated) : 0.0;
-  legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB)   ■ in use %4   ▨ cached %5   □ free %6   "
+  legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB %9)   ■ in use %4   ▨ cached %5   □ free %6   "
                       "slots filled %7%   sequences %8")
                        .arg(t.blocks_total)
                        .arg(t.block_size)
@@ -88,7 +88,8 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
                        .arg(c.cached)
                        .arg(c.free)
                        .arg(fill, 0, 'f', 0)
-                       .arg(t.sequences.size()));
+                       .arg(t.sequences.size())
+                       .arg(QString::fromStdString(t.kv_dtype)));
   const double now = t.time;
   if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
   // The last 30 s; before that the data fill the width.
