@@ -31,48 +31,31 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
   } else {
     k8_.reset(new int8_t[n]);
     v8_.reset(new int8_t[n]);
-    // Scales are zeroed (a few bytes per block-head): every read of one is defined.
-    const size_t ns = static_cast<size_t>(n_layers) * num_blocks * n_kv_heads;
-    k_scale_ = std::make_unique<float[]>(ns);
-    v_scale_ = std::make_unique<float[]>(ns);
+    const size_t ns = static_cast<size_t>(n_layers) * num_blocks * block_size * n_kv_heads;
+    k_scale_.reset(new float[ns]);
+    v_scale_.reset(new float[ns]);
   }
 }
 
 uint64_t KVCache::bytes_per_block(int n_layers, int block_size, int n_kv_heads, int head_dim, KVDType dtype) {
   const uint64_t elems = 2ull * n_layers * block_size * n_kv_heads * head_dim;
   if (dtype == KVDType::F32) return elems * sizeof(float);
-  return elems * sizeof(int8_t) + 2ull * n_layers * n_kv_heads * sizeof(float);
+  return elems * sizeof(int8_t) + 2ull * n_layers * block_size * n_kv_heads * sizeof(float);   // + scales
 }
 
 uint64_t KVCache::total_bytes() const {
   return bytes_per_block(n_layers_, block_size_, n_kv_heads_, head_dim_, dtype_) * num_blocks_;
 }
 
-// One token of one layer into an int8 pool, per kv head h:
-//   offset 0 (a fresh block): scale = 0;
-//   if |max| of the token's head > 127 * scale: the scale grows to max(|max| / 127,
-//     2 * scale) and the head's earlier slots of this block are requantized, q <- round(q * old / new);
-//   q = clamp(round(x / scale), -127, 127).
+// One token of one layer into an int8 pool: per kv head h, s = max|x| / 127 (0 for an
+// all-zero head: every code 0) and q = clamp(round(x / s), -127, 127); |x - s q| <= s / 2.
 void KVCache::store_int8(int8_t* codes, float* scales, int layer, int64_t slot, const float* x) {
-  const int64_t offset = slot % block_size_;
-  const int64_t first = slot - offset;
   for (int h = 0; h < n_kv_heads_; ++h) {
-    float& s = scales[scale_index(layer, slot, h)];
-    if (offset == 0) s = 0.0f;
     const float* xh = x + static_cast<size_t>(h) * head_dim_;
     float amax = 0.0f;
     for (int i = 0; i < head_dim_; ++i) amax = std::max(amax, std::fabs(xh[i]));
-    if (amax > 127.0f * s) {
-      const float grown = std::max(amax / 127.0f, 2.0f * s);
-      if (s > 0.0f) {
-        const float r = s / grown;
-        for (int64_t j = first; j < slot; ++j) {
-          int8_t* q = codes + index(layer, j) + static_cast<size_t>(h) * head_dim_;
-          for (int i = 0; i < head_dim_; ++i) q[i] = static_cast<int8_t>(std::nearbyint(static_cast<float>(q[i]) * r));
-        }
-      }
-      s = grown;
-    }
+    const float s = amax / 127.0f;
+    scales[scale_index(layer, slot, h)] = s;
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
     int8_t* q = codes + index(layer, slot) + static_cast<size_t>(h) * head_dim_;
     for (int i = 0; i < head_dim_; ++i)
@@ -116,7 +99,7 @@ void KVCache::copy_block(int src, int dst) {
     } else {
       std::memcpy(k8_.get() + index(l, d0), k8_.get() + index(l, s0), n);
       std::memcpy(v8_.get() + index(l, d0), v8_.get() + index(l, s0), n);
-      const size_t hs = static_cast<size_t>(n_kv_heads_) * sizeof(float);
+      const size_t hs = static_cast<size_t>(block_size_) * n_kv_heads_ * sizeof(float);
       std::memcpy(k_scale_.get() + scale_index(l, d0, 0), k_scale_.get() + scale_index(l, s0, 0), hs);
       std::memcpy(v_scale_.get() + scale_index(l, d0, 0), v_scale_.get() + scale_index(l, s0, 0), hs);
     }

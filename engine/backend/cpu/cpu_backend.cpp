@@ -64,7 +64,6 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
       const int pos = s.start_pos + i;
       const int64_t slot = int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
       const int64_t row = s.first + i;
-      // In position order: an int8 block's scales depend on the order its tokens arrive.
       cache.store(layer, slot, k + row * kv_dim, v + row * kv_dim);
     }
   }
@@ -76,7 +75,7 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // A task's arithmetic depends only on its own token (q row, positions 0..pos), never on the
 // rest of the batch or on the thread that runs it, so attention is batch-invariant; the
 // q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy
-// (int8 KV: cpu::dot_f32_i8 / cpu::axpy_i8, the block-head's scale applied to the sum).
+// (int8 KV: cpu::dot_f32_i8 / cpu::axpy_i8, the slot-head's scale applied to the sum).
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int n_rows = static_cast<int>(batch.tokens.size());
