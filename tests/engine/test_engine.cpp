@@ -420,7 +420,9 @@ TEST(EngineKvInt8, Stories260KGreedyAgreesWithF32) {
     size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
     std::printf("int8 KV vs f32, prompt '%s': first %zu of %zu greedy tokens identical\n", text.c_str(), n, a.size());
-    if (text.empty()) EXPECT_EQ(n, a.size()) << "the greedy story from BOS";
+    if (text.empty()) {
+      EXPECT_EQ(n, a.size()) << "the greedy story from BOS";
+    }
     same_prefix += static_cast<int>(n);
     total += static_cast<int>(a.size());
   }
