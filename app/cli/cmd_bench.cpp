@@ -141,6 +141,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const int threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string backend = cfg.backend;
   if (backend == "cpu") backend += std::string(" (") + cpu::simd_level_name(cpu::simd_level()) + ")";
+  if (cfg.kv_dtype != "f32") backend += ", kv " + cfg.kv_dtype;   // llama-bench shows type_k the same way
 
   std::vector<TestResult> results;
   for (int64_t p : pp) {

@@ -33,7 +33,7 @@ const char* engine_flags_usage() {
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
-         "  --kv-dtype f32|int8     KV cache elements (int8: per block and head scales, ~1/4 the memory)\n"
+         "  --kv-dtype f32|int8     KV cache elements (int8: a scale per token and KV head, ~1/4 the memory)\n"
          "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n";
 }
 
