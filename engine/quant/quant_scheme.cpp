@@ -23,21 +23,21 @@ const std::vector<std::string>& QuantScheme::names() {
 QuantScheme QuantScheme::parse(const std::string& name) {
   // int4-g32 is GGUF's Q4_1 (asymmetric, groups of 32) so that llama.cpp reads the file; only
   // rows with a partial last group use our INT4_G32 (the same bytes plus a padded tail block).
-  if (name == "int8") return {name, DType::INT8_ROW, DType::INT8_ROW, false, DType::INT8_ROW, {}};
-  if (name == "int8-asym") return {name, DType::INT8_ASYM_ROW, DType::INT8_ASYM_ROW, false, DType::INT8_ASYM_ROW, {}};
-  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q8_0, {}};
-  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q8_0, {}};
+  if (name == "int8") return {name, DType::INT8_ROW, DType::INT8_ROW, false, DType::INT8_ROW, {}, false};
+  if (name == "int8-asym") return {name, DType::INT8_ASYM_ROW, DType::INT8_ASYM_ROW, false, DType::INT8_ASYM_ROW, {}, false};
+  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q8_0, {}, false};
+  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q8_0, {}, false};
   // GGUF-only schemes: a tensor that does not fit stays as stored, so the file stays readable
   // by llama.cpp. q4_0 keeps the head in Q6_K as llama.cpp's own Q4_0 output does.
-  if (name == "q8_0") return {name, DType::Q8_0, DType::F32, true, DType::Q8_0, {}};
-  if (name == "q4_0") return {name, DType::Q4_0, DType::F32, true, DType::Q6_K, {}};
+  if (name == "q8_0") return {name, DType::Q8_0, DType::F32, true, DType::Q8_0, {}, false};
+  if (name == "q4_0") return {name, DType::Q4_0, DType::F32, true, DType::Q6_K, {}, false};
   // The k-quant schemes quantize the token embedding too, as llama.cpp does (the lookup
   // decodes one row per token, any type); the output head is Q6_K.
-  if (name == "q4_k") return {name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K};
-  if (name == "q5_k") return {name, DType::Q5_K, DType::F32, true, DType::Q6_K, DType::Q5_K};
-  if (name == "q6_k") return {name, DType::Q6_K, DType::F32, true, DType::Q6_K, DType::Q6_K};
+  if (name == "q4_k") return {name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K, false};
+  if (name == "q5_k") return {name, DType::Q5_K, DType::F32, true, DType::Q6_K, DType::Q5_K, false};
+  if (name == "q6_k") return {name, DType::Q6_K, DType::F32, true, DType::Q6_K, DType::Q6_K, false};
   if (name == "q4_k_m") {
-    QuantScheme s{name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K};
+    QuantScheme s{name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K, false};
     s.more_bits_mix = true;
     return s;
   }
