@@ -191,16 +191,16 @@ int run_bench(const std::vector<std::string>& argv) {
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
   }
-  std::printf("| %-24s | %10s | %9s | %-14s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
+  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
               "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(8, '-').c_str(), std::string(14, '-').c_str(), std::string(6, '-').c_str(),
+              std::string(8, '-').c_str(), std::string(21, '-').c_str(), std::string(6, '-').c_str(),
               std::string(6, '-').c_str(), std::string(19, '-').c_str());
   for (const TestResult& r : results) {
     char ts[64];
     if (r.error.empty()) std::snprintf(ts, sizeof ts, "%.2f ± %.2f", r.median, r.stddev);
     else std::snprintf(ts, sizeof ts, "%s", "error");
-    std::printf("| %-24s | %10s | %9s | %-14s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
+    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
                 human_count(info.n_params).c_str(), backend.c_str(), threads, r.name.c_str(), ts);
   }
   int failed = 0;
