@@ -20,6 +20,7 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.max_num_batched_tokens = max_num_batched_tokens;
   c.max_model_len = max_model_len;
   c.kv_memory_bytes = uint64_t(kv_memory_mib) * 1024 * 1024;
+  c.kv_dtype = kv_dtype.toStdString();
   c.enable_prefix_caching = enable_prefix_caching;
   return c;
 }
@@ -35,6 +36,7 @@ AppSettings AppSettings::load() {
   a.max_num_batched_tokens = s.value("max_num_batched_tokens", a.max_num_batched_tokens).toInt();
   a.max_model_len = s.value("max_model_len", a.max_model_len).toInt();
   a.kv_memory_mib = s.value("kv_memory_mib", a.kv_memory_mib).toInt();
+  a.kv_dtype = s.value("kv_dtype", a.kv_dtype).toString();
   a.enable_prefix_caching = s.value("enable_prefix_caching", a.enable_prefix_caching).toBool();
   s.endGroup();
   a.step_delay_ms = s.value("view/step_delay_ms", a.step_delay_ms).toInt();
@@ -52,6 +54,7 @@ void AppSettings::save() const {
   s.setValue("max_num_batched_tokens", max_num_batched_tokens);
   s.setValue("max_model_len", max_model_len);
   s.setValue("kv_memory_mib", kv_memory_mib);
+  s.setValue("kv_dtype", kv_dtype);
   s.setValue("enable_prefix_caching", enable_prefix_caching);
   s.endGroup();
   s.setValue("view/step_delay_ms", step_delay_ms);

@@ -17,6 +17,7 @@ struct AppSettings {
   int max_num_batched_tokens = 512;
   int max_model_len = 0;
   int kv_memory_mib = 0;  // 0 = the engine's default budget
+  QString kv_dtype = "f32";  // KV cache element type, one of llmwb::kv_dtypes()
   bool enable_prefix_caching = true;
   // Slow motion between engine steps, for watching the KV cache and timeline (0 = off).
   int step_delay_ms = 0;

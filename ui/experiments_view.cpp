@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "llmwb/engine_config.h"
 #include "llmwb/quant_report.h"
 #include "token_text.h"
 
@@ -189,14 +190,13 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   prefix->setChecked(c.enable_prefix_caching);
   configs_->setCellWidget(row, kPrefixCache, prefix);
   auto* kv = new QComboBox(configs_);
-  kv->setEditable(true);
-  kv->addItems({"f32", "f16", "int8"});
+  // The engine's own lists, so the pickers offer exactly what it accepts.
+  for (const std::string& d : llmwb::kv_dtypes()) kv->addItem(QString::fromStdString(d));
   kv->setCurrentText(c.kv_dtype);
   configs_->setCellWidget(row, kKvDtype, kv);
   auto* quant = new QComboBox(configs_);
-  quant->setEditable(true);
-  quant->addItem("");   // as stored
-  for (const std::string& scheme : quant_scheme_names()) quant->addItem(QString::fromStdString(scheme));
+  quant->addItem(QString());   // as stored
+  for (const std::string& q : llmwb::quantize_schemes()) quant->addItem(QString::fromStdString(q));
   quant->setCurrentText(c.quantize);
   configs_->setCellWidget(row, kQuantize, quant);
   // Choosing a scheme is asking what it costs: the accuracy columns come with it.

@@ -86,7 +86,7 @@ void KvBlockMap::show_snapshot() {
   grid_->set_blocks(t.blocks, t.block_size);
   const KvBlockGrid::Counts c = grid_->counts();
   const double fill = t.slots_allocated ? 100.0 * double(t.slots_filled) / double(t.slots_allocated) : 0.0;
-  legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB)   ■ in use %4   ▨ cached %5   □ free %6   "
+  legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB %9)   ■ in use %4   ▨ cached %5   □ free %6   "
                       "slots filled %7%   sequences %8")
                        .arg(t.blocks_total)
                        .arg(t.block_size)
@@ -95,7 +95,8 @@ void KvBlockMap::show_snapshot() {
                        .arg(c.cached)
                        .arg(c.free)
                        .arg(fill, 0, 'f', 0)
-                       .arg(t.sequences.size()));
+                       .arg(t.sequences.size())
+                       .arg(QString::fromStdString(t.kv_dtype)));
 }
 
 void KvBlockMap::update_ranges() {

@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "error_histogram.h"
+#include "llmwb/engine_config.h"
 #include "layer_error_chart.h"
 #include "message_banner.h"
 
@@ -71,7 +72,7 @@ QuantView::QuantView(QWidget* parent)
   run_->setObjectName("run_quant_report");
   cancel_->setObjectName("cancel_quant_report");
   table_->setObjectName("quant_tensors");
-  for (const std::string& s : quant_scheme_names()) scheme_->addItem(QString::fromStdString(s));
+  for (const std::string& s : quantize_schemes()) scheme_->addItem(QString::fromStdString(s));
   scheme_->setCurrentText("int8");
   text_source_->setText(text_name_);
   auto* choose_text = new QPushButton(tr("Text file…"), this);

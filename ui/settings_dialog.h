@@ -28,6 +28,7 @@ class SettingsDialog : public QDialog {
   QSpinBox* max_batched_;
   QSpinBox* max_model_len_;
   QSpinBox* kv_memory_;
+  QComboBox* kv_dtype_;
   QCheckBox* prefix_cache_;
   QSpinBox* step_delay_;
   QComboBox* theme_;

@@ -141,6 +141,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const int threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string backend = cfg.backend;
   if (backend == "cpu") backend += std::string(" (") + cpu::simd_level_name(cpu::simd_level()) + ")";
+  if (cfg.kv_dtype != "f32") backend += ", kv " + cfg.kv_dtype;   // llama-bench shows type_k the same way
 
   std::vector<TestResult> results;
   for (int64_t p : pp) {
@@ -190,16 +191,16 @@ int run_bench(const std::vector<std::string>& argv) {
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
   }
-  std::printf("| %-24s | %10s | %9s | %-14s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
+  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
               "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(8, '-').c_str(), std::string(14, '-').c_str(), std::string(6, '-').c_str(),
+              std::string(8, '-').c_str(), std::string(21, '-').c_str(), std::string(6, '-').c_str(),
               std::string(6, '-').c_str(), std::string(19, '-').c_str());
   for (const TestResult& r : results) {
     char ts[64];
     if (r.error.empty()) std::snprintf(ts, sizeof ts, "%.2f ± %.2f", r.median, r.stddev);
     else std::snprintf(ts, sizeof ts, "%s", "error");
-    std::printf("| %-24s | %10s | %9s | %-14s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
+    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
                 human_count(info.n_params).c_str(), backend.c_str(), threads, r.name.c_str(), ts);
   }
   int failed = 0;

@@ -1,5 +1,6 @@
 #include "engine_flags.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace llmwb::cli {
@@ -31,7 +32,9 @@ const char* engine_flags_usage() {
          "  --max-num-seqs N        sequences running at once (default 64)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
-         "  --no-prefix-cache       disable automatic prefix caching\n";
+         "  --no-prefix-cache       disable automatic prefix caching\n"
+         "  --kv-dtype f32|int8     KV cache elements (int8: a scale per token and KV head, ~1/4 the memory)\n"
+         "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n";
 }
 
 EngineConfig engine_config_from(const Args& a) {
@@ -50,6 +53,9 @@ EngineConfig engine_config_from(const Args& a) {
   c.enable_prefix_caching = !a.flag("no-prefix-cache");
   c.quantize = a.str("quantize");
   c.kv_dtype = a.str("kv-dtype", "f32");
+  const auto& kv = kv_dtypes();
+  if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
+    throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32 or int8");
   return c;
 }
 

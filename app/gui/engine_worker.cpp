@@ -318,7 +318,7 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
       {"load s", load_seconds},
       {"output tokens", double(output_tokens)},
       {"weights MiB", double(engine->model_info().weight_bytes) / mib},
-      {"KV pool MiB", double(t.kv_bytes_total) / mib},
+      {"KV pool MiB", double(t.kv_bytes_total) / mib},   // of the config's kv_dtype (its own column)
       {"peak KV blocks", double(peak_blocks)},
       {"preemptions", double(t.preemptions_total)},
       {"prefix hit tokens", double(t.prefix_cache_hit_tokens_total)},

@@ -139,7 +139,11 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (cfg.block_size < 1 || cfg.block_size > 1024) throw Error("block_size", "must be in [1, 1024], got " + std::to_string(cfg.block_size));
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
-  if (cfg.kv_dtype != "f32") throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not available yet (f32)");
+  KVDType kv_dtype;
+  if (!kv_dtype_from_name(cfg.kv_dtype, &kv_dtype))
+    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not a KV cache type (f32 or int8)");
+  if (kv_dtype != KVDType::F32 && cfg.backend == "cuda")
+    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' KV cache runs on the CPU backend only; the CUDA KV pool is f32");
 
   report(0.0, "reading " + cfg.model);
   file = load_model_file(cfg.model, [&](double f, const std::string& what) {
@@ -179,7 +183,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
 
   // KV pool: the budget given, else enough for max_num_seqs full contexts, capped at a share
   // of the memory available now. Pages are only touched as blocks fill.
-  const uint64_t per_block = KVCache::bytes_per_block(c.n_layers, cfg.block_size, c.n_kv_heads, c.head_dim);
+  const uint64_t per_block = KVCache::bytes_per_block(c.n_layers, cfg.block_size, c.n_kv_heads, c.head_dim, kv_dtype);
   uint64_t budget = cfg.kv_memory_bytes;
   if (budget == 0) {
     const uint64_t want = per_block * uint64_t(cfg.max_num_seqs) * ((max_model_len + cfg.block_size - 1) / cfg.block_size);
@@ -194,7 +198,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (device)
     device->allocate_kv(num_blocks, cfg.block_size);
   else
-    kv = std::make_unique<KVCache>(c.n_layers, num_blocks, cfg.block_size, c.n_kv_heads, c.head_dim);
+    kv = std::make_unique<KVCache>(c.n_layers, num_blocks, cfg.block_size, c.n_kv_heads, c.head_dim, kv_dtype);
   kv_bytes = per_block * uint64_t(num_blocks);
   blocks = std::make_unique<BlockManager>(num_blocks, cfg.block_size, cfg.enable_prefix_caching);
   SchedulerConfig sc;
@@ -208,6 +212,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   telemetry.blocks_total = num_blocks;
   telemetry.blocks_free = num_blocks;
   telemetry.kv_bytes_total = kv_bytes;
+  telemetry.kv_dtype = kv_dtype_name(kv_dtype);
   report(1.0, "ready");
 }
 

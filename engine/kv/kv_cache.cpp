@@ -1,30 +1,108 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace llmwb {
 
-KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, int head_dim)
-    : n_layers_(n_layers), num_blocks_(num_blocks), block_size_(block_size), kv_dim_(n_kv_heads * head_dim) {
-  const size_t n = static_cast<size_t>(n_layers) * num_blocks * block_size * kv_dim_;
-  // new T[] without () leaves the memory untouched, so unused blocks cost no resident memory.
-  k_.reset(new float[n]);
-  v_.reset(new float[n]);
+bool kv_dtype_from_name(const std::string& name, KVDType* out) {
+  if (name == "f32") *out = KVDType::F32;
+  else if (name == "int8") *out = KVDType::INT8;
+  else return false;
+  return true;
 }
 
-uint64_t KVCache::bytes_per_block(int n_layers, int block_size, int n_kv_heads, int head_dim) {
-  return 2ull * n_layers * block_size * n_kv_heads * head_dim * sizeof(float);
+const char* kv_dtype_name(KVDType t) { return t == KVDType::INT8 ? "int8" : "f32"; }
+
+KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, int head_dim, KVDType dtype)
+    : n_layers_(n_layers),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      n_kv_heads_(n_kv_heads),
+      head_dim_(head_dim),
+      kv_dim_(n_kv_heads * head_dim),
+      dtype_(dtype) {
+  const size_t n = static_cast<size_t>(n_layers) * num_blocks * block_size * kv_dim_;
+  // new T[] without () leaves the memory untouched, so unused blocks cost no resident memory.
+  if (dtype_ == KVDType::F32) {
+    k_.reset(new float[n]);
+    v_.reset(new float[n]);
+  } else {
+    k8_.reset(new int8_t[n]);
+    v8_.reset(new int8_t[n]);
+    const size_t ns = static_cast<size_t>(n_layers) * num_blocks * block_size * n_kv_heads;
+    k_scale_.reset(new float[ns]);
+    v_scale_.reset(new float[ns]);
+  }
+}
+
+uint64_t KVCache::bytes_per_block(int n_layers, int block_size, int n_kv_heads, int head_dim, KVDType dtype) {
+  const uint64_t elems = 2ull * n_layers * block_size * n_kv_heads * head_dim;
+  if (dtype == KVDType::F32) return elems * sizeof(float);
+  return elems * sizeof(int8_t) + 2ull * n_layers * block_size * n_kv_heads * sizeof(float);   // + scales
 }
 
 uint64_t KVCache::total_bytes() const {
-  return bytes_per_block(n_layers_, block_size_, 1, kv_dim_) * num_blocks_;
+  return bytes_per_block(n_layers_, block_size_, n_kv_heads_, head_dim_, dtype_) * num_blocks_;
+}
+
+// One token of one layer into an int8 pool: per kv head h, s = max|x| / 127 (0 for an
+// all-zero head: every code 0) and q = clamp(round(x / s), -127, 127); |x - s q| <= s / 2.
+void KVCache::store_int8(int8_t* codes, float* scales, int layer, int64_t slot, const float* x) {
+  for (int h = 0; h < n_kv_heads_; ++h) {
+    const float* xh = x + static_cast<size_t>(h) * head_dim_;
+    float amax = 0.0f;
+    for (int i = 0; i < head_dim_; ++i) amax = std::max(amax, std::fabs(xh[i]));
+    const float s = amax / 127.0f;
+    scales[scale_index(layer, slot, h)] = s;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    int8_t* q = codes + index(layer, slot) + static_cast<size_t>(h) * head_dim_;
+    for (int i = 0; i < head_dim_; ++i)
+      q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(xh[i] * inv), -127.0f, 127.0f));
+  }
+}
+
+void KVCache::store(int layer, int64_t slot, const float* k, const float* v) {
+  if (dtype_ == KVDType::F32) {
+    std::memcpy(this->k(layer, slot), k, sizeof(float) * static_cast<size_t>(kv_dim_));
+    std::memcpy(this->v(layer, slot), v, sizeof(float) * static_cast<size_t>(kv_dim_));
+    return;
+  }
+  store_int8(k8_.get(), k_scale_.get(), layer, slot, k);
+  store_int8(v8_.get(), v_scale_.get(), layer, slot, v);
+}
+
+void KVCache::load(int layer, int64_t slot, float* k, float* v) const {
+  if (dtype_ == KVDType::F32) {
+    std::memcpy(k, this->k(layer, slot), sizeof(float) * static_cast<size_t>(kv_dim_));
+    std::memcpy(v, this->v(layer, slot), sizeof(float) * static_cast<size_t>(kv_dim_));
+    return;
+  }
+  for (int h = 0; h < n_kv_heads_; ++h) {
+    const float ks = k_scale(layer, slot, h), vs = v_scale(layer, slot, h);
+    for (int i = 0; i < head_dim_; ++i) {
+      const size_t e = static_cast<size_t>(h) * head_dim_ + static_cast<size_t>(i);
+      k[e] = ks * static_cast<float>(k8(layer, slot)[e]);
+      v[e] = vs * static_cast<float>(v8(layer, slot)[e]);
+    }
+  }
 }
 
 void KVCache::copy_block(int src, int dst) {
-  const size_t n = static_cast<size_t>(block_size_) * kv_dim_ * sizeof(float);
+  const size_t n = static_cast<size_t>(block_size_) * kv_dim_;
+  const int64_t s0 = int64_t(src) * block_size_, d0 = int64_t(dst) * block_size_;
   for (int l = 0; l < n_layers_; ++l) {
-    std::memcpy(k(l, int64_t(dst) * block_size_), k(l, int64_t(src) * block_size_), n);
-    std::memcpy(v(l, int64_t(dst) * block_size_), v(l, int64_t(src) * block_size_), n);
+    if (dtype_ == KVDType::F32) {
+      std::memcpy(k(l, d0), k(l, s0), n * sizeof(float));
+      std::memcpy(v(l, d0), v(l, s0), n * sizeof(float));
+    } else {
+      std::memcpy(k8_.get() + index(l, d0), k8_.get() + index(l, s0), n);
+      std::memcpy(v8_.get() + index(l, d0), v8_.get() + index(l, s0), n);
+      const size_t hs = static_cast<size_t>(block_size_) * n_kv_heads_ * sizeof(float);
+      std::memcpy(k_scale_.get() + scale_index(l, d0, 0), k_scale_.get() + scale_index(l, s0, 0), hs);
+      std::memcpy(v_scale_.get() + scale_index(l, d0, 0), v_scale_.get() + scale_index(l, s0, 0), hs);
+    }
   }
 }
 

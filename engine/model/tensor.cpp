@@ -1,6 +1,7 @@
 // tensor.cpp — element type tables, IEEE half / bfloat16 conversion, the GGUF block formats
 // Q8_0, Q4_0 and Q4_1 (ggml's reference quantizers, so files we write match llama.cpp's), the
-// GGUF k-quants Q4_K / Q5_K / Q6_K (decoding only, ggml's dequantize_row_q*_K), and our own
+// GGUF k-quants Q4_K / Q5_K / Q6_K (ggml's dequantize_row_q*_K; the quantizers are in
+// kquants.cpp), and our own
 // per-row INT8 and partial-tail INT4 layouts (docs/QUANTIZATION.md).
 #include "model/tensor.h"
 
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "llmwb/errors.h"
+#include "model/kquants.h"
 
 namespace llmwb {
 
@@ -405,7 +407,7 @@ bool dtype_row_fits(DType t, int64_t n_elems) {
   return n_elems >= 0 && (info.partial_tail || n_elems % info.block_elems == 0);
 }
 
-bool dtype_can_quantize(DType t) { return t != DType::Q4_K && t != DType::Q5_K && t != DType::Q6_K; }
+bool dtype_can_quantize(DType) { return true; }
 
 // An empty shape describes no tensor (a default TensorView), so it holds no elements.
 int64_t TensorView::numel() const {
@@ -512,10 +514,9 @@ void quantize_row(DType t, const float* src, uint8_t* dst, int64_t cols) {
     case DType::INT8_ASYM_ROW: quantize_int8_asym_row(src, dst, cols); return;
     case DType::INT4_G32: quantize_q4_1_groups(src, dst, cols, 32); return;
     case DType::INT4_G128: quantize_q4_1_groups(src, dst, cols, 128); return;
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      throw Error("quantize_row", std::string(dtype_name(t)) + " is read-only in llmwb (no quantizer)");
+    case DType::Q4_K: quantize_row_q4_k(src, dst, cols); return;
+    case DType::Q5_K: quantize_row_q5_k(src, dst, cols); return;
+    case DType::Q6_K: quantize_row_q6_k(src, dst, cols); return;
   }
   throw Error("quantize_row", "unknown DType");
 }

@@ -23,7 +23,7 @@ enum class DType : uint8_t {
   // Added for quantization (engine/quant, docs/QUANTIZATION.md).
   Q4_1,  // GGUF: blocks of 32: fp16 d, fp16 m, 16 bytes of nibbles as Q4_0; x = d * q + m
   Q4_K,  // GGUF k-quants, super-blocks of 256 (ggml block_q4_K / q5_K / q6_K layouts);
-  Q5_K,  //   dequantize_row only: read from downloaded files, never written
+  Q5_K,  //   quantizers in model/kquants.h
   Q6_K,
   INT8_ROW,       // ours: per row f32 scale s, then cols x int8 q; x = s * q (symmetric)
   INT8_ASYM_ROW,  // ours: per row f32 scale s, int32 zero point z, cols x int8; x = s * (q - z)
@@ -60,7 +60,7 @@ uint64_t dtype_row_bytes(DType t, int64_t n_elems);
 // Whether a row of `n_elems` elements can be stored as `t`: a multiple of the block size, or
 // any length for types with partial_tail.
 bool dtype_row_fits(DType t, int64_t n_elems);
-// Whether quantize_row can produce `t` (false for the read-only k-quants).
+// Whether quantize_row can produce `t` (every type today; kept so callers need not know).
 bool dtype_can_quantize(DType t);
 
 struct TensorView {
@@ -91,7 +91,8 @@ uint16_t fp32_to_bf16(float f);   // round to nearest even
 // Dequantizes one row of `cols` elements of any dtype into float.
 void dequantize_row(DType t, const uint8_t* src, float* dst, int64_t cols);
 // Quantizes one row of float into any dtype with dtype_can_quantize (GGUF reference rounding
-// for Q8_0 / Q4_0 / Q4_1; our own types are described in docs/QUANTIZATION.md).
+// for Q8_0 / Q4_0 / Q4_1, a scale search for the k-quants; our own types are described in
+// docs/QUANTIZATION.md).
 void quantize_row(DType t, const float* src, uint8_t* dst, int64_t cols);
 
 }  // namespace llmwb

@@ -15,6 +15,10 @@ bool llama_ftype(const std::string& scheme, uint32_t* out) {
   if (scheme == "q8_0") *out = 7;           // LLAMA_FTYPE_MOSTLY_Q8_0
   else if (scheme == "q4_0") *out = 2;      // MOSTLY_Q4_0
   else if (scheme == "int4-g32") *out = 3;  // MOSTLY_Q4_1
+  else if (scheme == "q4_k") *out = 14;     // MOSTLY_Q4_K_S (Q4_K, Q6_K head)
+  else if (scheme == "q4_k_m") *out = 15;   // MOSTLY_Q4_K_M
+  else if (scheme == "q5_k") *out = 16;     // MOSTLY_Q5_K_S
+  else if (scheme == "q6_k") *out = 18;     // MOSTLY_Q6_K
   else return false;
   return true;
 }
@@ -32,7 +36,14 @@ void write_model_gguf(const ModelFile& file, const std::string& path, const std:
   w.set_str("general.name", c.name.empty() ? "llama" : c.name);
   if (uint32_t ft; llama_ftype(scheme, &ft)) w.set_u32("general.file_type", ft);
   bool ggml_quant = false;
-  for (const TensorView& t : file.tensors) ggml_quant |= t.dtype == DType::Q8_0 || t.dtype == DType::Q4_0 || t.dtype == DType::Q4_1;
+  for (const TensorView& t : file.tensors) {
+    switch (t.dtype) {
+      case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        ggml_quant = true;
+        break;
+      default: break;
+    }
+  }
   if (ggml_quant) w.set_u32("general.quantization_version", 2);
   if (!scheme.empty()) w.set_str("llmwb.quantization.scheme", scheme);
   set_llama_gguf_metadata(w, c, file.tokenizer, path);

@@ -29,7 +29,6 @@ nlohmann::ordered_json finite_or_null(double v) { return std::isfinite(v) ? nloh
 
 }  // namespace
 
-const std::vector<std::string>& quant_scheme_names() { return QuantScheme::names(); }
 
 const std::string& builtin_quant_eval_text() {
   static const std::string text =

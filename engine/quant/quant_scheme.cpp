@@ -4,34 +4,72 @@
 
 namespace llmwb {
 
+namespace {
+
+bool is_k_quant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
 const std::vector<std::string>& QuantScheme::names() {
-  static const std::vector<std::string> n = {"int8", "int8-asym", "int4-g32", "int4-g128", "q8_0", "q4_0"};
+  static const std::vector<std::string> n = {"int8", "int8-asym", "int4-g32", "int4-g128", "q8_0",
+                                             "q4_0", "q4_k",      "q5_k",     "q6_k",      "q4_k_m"};
   return n;
 }
 
 QuantScheme QuantScheme::parse(const std::string& name) {
   // int4-g32 is GGUF's Q4_1 (asymmetric, groups of 32) so that llama.cpp reads the file; only
   // rows with a partial last group use our INT4_G32 (the same bytes plus a padded tail block).
-  if (name == "int8") return {name, DType::INT8_ROW, DType::INT8_ROW, false, DType::INT8_ROW};
-  if (name == "int8-asym") return {name, DType::INT8_ASYM_ROW, DType::INT8_ASYM_ROW, false, DType::INT8_ASYM_ROW};
-  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q8_0};
-  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q8_0};
+  if (name == "int8") return {name, DType::INT8_ROW, DType::INT8_ROW, false, DType::INT8_ROW, {}, false};
+  if (name == "int8-asym") return {name, DType::INT8_ASYM_ROW, DType::INT8_ASYM_ROW, false, DType::INT8_ASYM_ROW, {}, false};
+  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q8_0, {}, false};
+  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q8_0, {}, false};
   // GGUF-only schemes: a tensor that does not fit stays as stored, so the file stays readable
-  // by llama.cpp.
-  if (name == "q8_0") return {name, DType::Q8_0, DType::F32, true, DType::Q8_0};
-  if (name == "q4_0") return {name, DType::Q4_0, DType::F32, true, DType::Q8_0};
+  // by llama.cpp. q4_0 keeps the head in Q6_K as llama.cpp's own Q4_0 output does.
+  if (name == "q8_0") return {name, DType::Q8_0, DType::F32, true, DType::Q8_0, {}, false};
+  if (name == "q4_0") return {name, DType::Q4_0, DType::F32, true, DType::Q6_K, {}, false};
+  // The k-quant schemes quantize the token embedding too, as llama.cpp does (the lookup
+  // decodes one row per token, any type); the output head is Q6_K.
+  if (name == "q4_k") return {name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K, false};
+  if (name == "q5_k") return {name, DType::Q5_K, DType::F32, true, DType::Q6_K, DType::Q5_K, false};
+  if (name == "q6_k") return {name, DType::Q6_K, DType::F32, true, DType::Q6_K, DType::Q6_K, false};
+  if (name == "q4_k_m") {
+    QuantScheme s{name, DType::Q4_K, DType::F32, true, DType::Q6_K, DType::Q4_K, false};
+    s.more_bits_mix = true;
+    return s;
+  }
   std::string all;
   for (const auto& n : names()) all += (all.empty() ? "" : ", ") + n;
   throw Error("quantize", "unknown scheme '" + name + "'; one of: " + all);
 }
 
-DType QuantScheme::dtype_for(const TensorView& t, bool is_output_head) const {
-  const DType want = is_output_head ? output : matrix;
-  if (dtype_row_fits(want, t.cols())) return want;
-  if (keep_source_on_misfit) return t.dtype;
+bool use_more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+QuantChoice QuantScheme::choose(const TensorView& t, const TensorRole& role) const {
+  // A tied head is the embedding: schemes that keep embeddings keep it.
+  if (role.is_embedding && !embedding) return {t.dtype, t.dtype};
+  DType want = matrix;
+  if (role.is_output_head) {
+    want = output;
+  } else if (role.is_embedding) {
+    want = *embedding;
+  } else if (more_bits_mix && role.layer >= 0 && use_more_bits(role.layer, role.n_layers) &&
+             (ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight"))) {
+    want = DType::Q6_K;
+  }
+  if (dtype_row_fits(want, t.cols())) return {want, want};
+  // k-quant rows are whole super-blocks of 256; narrower models (stories260K: 64) get Q8_0,
+  // the GGUF type of the finest grain, which llama.cpp reads too.
+  if (is_k_quant(want) && dtype_row_fits(DType::Q8_0, t.cols())) return {DType::Q8_0, want};
+  if (keep_source_on_misfit) return {t.dtype, want};
   // The 8-bit head fallback of the 4-bit schemes: INT8_ROW holds any row length.
-  if (is_output_head) return DType::INT8_ROW;
-  return fallback;
+  if (role.is_output_head) return {DType::INT8_ROW, want};
+  return {fallback, want};
 }
 
 }  // namespace llmwb

@@ -40,22 +40,41 @@ TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8
   return v;
 }
 
-void quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme_name) {
+std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme_name) {
   const QuantScheme scheme = QuantScheme::parse(scheme_name);
   const int n_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
-  auto requantize = [&](TensorView& t, bool is_head) {
-    const DType dt = scheme.dtype_for(t, is_head);
-    if (dt == t.dtype) return;
+  const int n_layers = static_cast<int>(w.layers.size());
+  std::vector<QuantizedTensor> done;
+  auto requantize = [&](TensorView& t, const TensorRole& role) {
+    const QuantChoice c = scheme.choose(t, role);
+    done.push_back({t.name, t.dtype, c.dtype, c.wanted});
+    if (c.dtype == t.dtype) return;
     file.owned.emplace_back();
-    t = quantize_tensor(t, dt, file.owned.back(), n_threads);
+    t = quantize_tensor(t, c.dtype, file.owned.back(), n_threads);
     for (TensorView& ft : file.tensors)
       if (ft.name == t.name) ft = t;
   };
-  for (LlamaLayerWeights& L : w.layers) {
-    for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) requantize(*t, false);
+  // A tied head is the embedding table: it takes the head's type when the scheme quantizes
+  // embeddings at all.
+  const bool tied = w.output.data == w.tok_embeddings.data;
+  TensorRole emb;
+  emb.is_embedding = true;
+  emb.is_output_head = tied;
+  requantize(w.tok_embeddings, emb);
+  if (tied) w.output = w.tok_embeddings;
+  for (int l = 0; l < n_layers; ++l) {
+    LlamaLayerWeights& L = w.layers[static_cast<size_t>(l)];
+    TensorRole role;
+    role.layer = l;
+    role.n_layers = n_layers;
+    for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) requantize(*t, role);
   }
-  // A tied head is the embedding table, which stays (it is read a row at a time, not multiplied).
-  if (w.output.data != w.tok_embeddings.data) requantize(w.output, true);
+  if (!tied) {
+    TensorRole head;
+    head.is_output_head = true;
+    requantize(w.output, head);
+  }
+  return done;
 }
 
 }  // namespace llmwb

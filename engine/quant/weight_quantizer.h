@@ -16,11 +16,20 @@ namespace llmwb {
 // view of `src`'s name and shape over `out`. Rows run on up to `n_threads` threads.
 TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8_t>& out, int n_threads = 4);
 
+// What quantize_weights_in_place did to one tensor.
+struct QuantizedTensor {
+  std::string name;
+  DType from, to;
+  DType wanted;   // the scheme's type; != to when the rows did not fit it (a fallback)
+};
+
 // Quantizes the matrices of `w` (wq wk wv wo w1 w2 w3 of every layer, and the output head when it
-// is not tied to the embedding) under `scheme` (QuantScheme::names()). The new data lives in
-// buffers appended to file.owned; the TensorViews of `w` and the entries of file.tensors with the
-// same names are repointed to it. Embeddings and norm vectors stay as they are. Tensors already
-// of the target type are left alone. Throws llmwb::Error for an unknown scheme.
-void quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme);
+// is not tied to the embedding; the token embedding too under the k-quant schemes, at the
+// head's type when tied) under `scheme` (QuantScheme::names()). The new data lives in buffers
+// appended to file.owned; the TensorViews of `w` and the entries of file.tensors with the same
+// names are repointed to it. Norm vectors stay as they are. Tensors already of the target type
+// are left alone. Returns one entry per tensor considered, in model order. Throws llmwb::Error
+// for an unknown scheme.
+std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme);
 
 }  // namespace llmwb

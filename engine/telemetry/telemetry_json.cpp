@@ -31,6 +31,7 @@ std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
   j["slots_filled"] = t.slots_filled;
   j["fragmentation"] = t.slots_allocated ? 1.0 - double(t.slots_filled) / double(t.slots_allocated) : 0.0;
   j["kv_bytes_total"] = t.kv_bytes_total;
+  j["kv_dtype"] = t.kv_dtype;
   auto seqs = nlohmann::json::array();
   for (const auto& s : t.sequences)
     seqs.push_back({{"request_id", s.request_id},

@@ -184,14 +184,15 @@ TEST(QuantFormats, Q6_KDecodesABlockPackedFromTheGgmlLayout) {
   }
 }
 
-TEST(QuantFormats, KQuantsAreReadOnly) {
+TEST(QuantFormats, KQuantsNeedWholeSuperBlocks) {
   std::vector<float> x(256, 1.0f);
-  std::vector<uint8_t> out(210);
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-    EXPECT_FALSE(dtype_can_quantize(t));
-    EXPECT_THROW(quantize_row(t, x.data(), out.data(), 256), Error);
+    EXPECT_TRUE(dtype_can_quantize(t));
+    EXPECT_FALSE(dtype_row_fits(t, 255));
+    EXPECT_FALSE(dtype_row_fits(t, 64));
+    std::vector<uint8_t> out(dtype_row_bytes(t, 256));
+    EXPECT_THROW(quantize_row(t, x.data(), out.data(), 64), Error);
   }
-  EXPECT_FALSE(dtype_row_fits(DType::Q4_K, 255));
 }
 
 // ---------------------------------------------------------------------------- round trips

@@ -2,11 +2,15 @@
 // errors, load-time quantization in place, and quantized GGUF files that load and generate.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "llmwb/errors.h"
+#include "model/gguf_file.h"
 #include "model/llama_weights.h"
+#include "model/mapped_file.h"
+#include "model/model_maker.h"
 #include "model/model_file.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/model_comparison.h"
@@ -152,6 +156,112 @@ TEST(QuantModel, QuantizedGgufFilesLoadAndGenerateLikeTheInMemoryModel) {
   EXPECT_EQ(q4->get("blk.0.ffn_up.weight").dtype, DType::Q4_0);
   EXPECT_EQ(q4->metadata.at("general.file_type"), "2");
   EXPECT_EQ(q4->tokenizer.pieces.size(), 512u);
+}
+
+TEST(QuantModel, KQuantSchemesFallBackToQ8_0OnStories260KAndStillGenerate) {
+  // stories260K's rows are 64 wide (ffn_down 172): no k-quant super-block of 256 fits, so the
+  // k-quant schemes store Q8_0 where 64 columns allow it and keep ffn_down as stored; the
+  // files load and generate like the in-memory model.
+  const std::string dir = test::scratch_dir("quant_kquant_fallback");
+  for (const std::string scheme : {"q4_k_m", "q6_k"}) {
+    check_written_file(kGguf, scheme, dir + "/s260_" + scheme + ".gguf");
+    auto f = load_model_file(dir + "/s260_" + scheme + ".gguf");
+    EXPECT_EQ(f->get("blk.0.attn_q.weight").dtype, DType::Q8_0);
+    EXPECT_EQ(f->get("blk.4.attn_v.weight").dtype, DType::Q8_0);
+    EXPECT_EQ(f->get("blk.0.ffn_down.weight").dtype, DType::F32);
+    EXPECT_EQ(f->get("output.weight").dtype, DType::Q8_0);
+    EXPECT_EQ(f->get("token_embd.weight").dtype, DType::Q8_0);
+  }
+  // The in-place quantizer says which tensors fell back, and from what.
+  auto file = load_model_file(test::shared_path(kGguf));
+  LlamaWeights w = LlamaWeights::bind(*file);
+  const std::vector<QuantizedTensor> done = quantize_weights_in_place(*file, w, "q4_k_m");
+  ASSERT_EQ(done.size(), 1u + 5u * 7u + 1u);   // embedding, 5 layers x 7, head
+  for (const QuantizedTensor& q : done) {
+    EXPECT_NE(q.wanted, q.to) << q.name;   // nothing fits a super-block of 256
+    // Five layers: use_more_bits picks 2 ((2 - 0) % 3 == 2) and 4 (>= 7 * 5 / 8).
+    if (q.name == "output.weight" || q.name == "blk.2.attn_v.weight" || q.name == "blk.4.ffn_down.weight") {
+      EXPECT_EQ(q.wanted, DType::Q6_K) << q.name;
+    }
+    if (q.name == "blk.0.attn_v.weight" || q.name == "blk.1.ffn_down.weight") {
+      EXPECT_EQ(q.wanted, DType::Q4_K) << q.name;
+    }
+  }
+}
+
+// A random model of TinyLlama's proportions at 1/8 width with 16 layers (so that
+// use_more_bits picks a pattern: layers 0 1, 4 7 10 13, 14 15), in F16 as the benchmark's
+// source file is.
+std::string make_kquant_test_model() {
+  ModelMakerOptions o;
+  o.config.name = "kquant-test";
+  o.config.dim = 256;
+  o.config.hidden_dim = 768;
+  o.config.n_layers = 16;
+  o.config.n_heads = 8;
+  o.config.n_kv_heads = 2;
+  o.config.head_dim = 32;
+  o.config.vocab_size = 600;
+  o.config.max_seq_len = 64;
+  o.dtype = DType::F16;
+  o.seed = 5;
+  o.out = test::scratch_dir("quant_kquant_model") + "/m.gguf";
+  make_model(o);
+  return o.out;
+}
+
+TEST(QuantModel, Q4_K_MMixFollowsLlamaCppsRuleAndTheFileReadsBackByteForByte) {
+  const std::string src = make_kquant_test_model();
+  auto mem = load_model_file(src);
+  LlamaWeights w = LlamaWeights::bind(*mem);
+  quantize_weights_in_place(*mem, w, "q4_k_m");
+  const int more[] = {0, 1, 4, 7, 10, 13, 14, 15};
+  for (int l = 0; l < 16; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    const bool six = std::find(std::begin(more), std::end(more), l) != std::end(more);
+    EXPECT_EQ(use_more_bits(l, 16), six);
+    const LlamaLayerWeights& L = w.layers[static_cast<size_t>(l)];
+    EXPECT_EQ(L.wv.dtype, six ? DType::Q6_K : DType::Q4_K);
+    EXPECT_EQ(L.w2.dtype, six ? DType::Q6_K : DType::Q4_K);
+    for (const TensorView* t : {&L.wq, &L.wk, &L.wo, &L.w1, &L.w3}) EXPECT_EQ(t->dtype, DType::Q4_K) << t->name;
+  }
+  EXPECT_EQ(w.output.dtype, DType::Q6_K);
+  EXPECT_EQ(w.tok_embeddings.dtype, DType::Q4_K);
+  EXPECT_EQ(mem->get("blk.0.attn_norm.weight").dtype, DType::F32);
+
+  // Written and parsed back as raw GGUF: ggml's type ids and exactly the in-memory bytes.
+  const std::string out = test::scratch_dir("quant_kquant_model") + "/m-q4_k_m.gguf";
+  write_model_gguf(*mem, out, "q4_k_m");
+  MappedFile mf(out);
+  const GgufFile g = GgufFile::parse(mf.data(), mf.size(), out);
+  EXPECT_EQ(g.find("general.file_type")->as_u64(), 15u);   // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  int n_q4k = 0, n_q6k = 0;
+  for (const GgufTensorInfo& ti : g.tensors) {
+    const TensorView& t = mem->get(ti.name);
+    EXPECT_EQ(ti.ggml_type, dtype_to_gguf(t.dtype)) << ti.name;
+    n_q4k += ti.ggml_type == 12;
+    n_q6k += ti.ggml_type == 14;
+    ASSERT_EQ(ti.nbytes, t.nbytes) << ti.name;
+    EXPECT_EQ(0, std::memcmp(mf.data() + g.data_offset + ti.offset, t.data, t.nbytes)) << ti.name;
+  }
+  EXPECT_EQ(n_q6k, 2 * 8 + 1);              // attn_v and ffn_down of 8 layers, the head
+  EXPECT_EQ(n_q4k, 16 * 7 - 2 * 8 + 1);     // the other matrices and the embedding
+
+  // Our loader reads it back to the same types, and it computes the in-memory model.
+  auto disk = load_model_file(out);
+  for (const TensorView& t : mem->tensors) EXPECT_EQ(disk->get(t.name).dtype, t.dtype) << t.name;
+  ModelComparison cmp(mem->config, std::move(w), disk->config, LlamaWeights::bind(*disk), 2);
+  const GreedyAgreement ga = cmp.greedy({disk->config.bos_id}, 8);
+  EXPECT_EQ(ga.ref, ga.quant);
+}
+
+TEST(QuantModel, Q4_0KeepsTheHeadInQ6_KLikeLlamaCpp) {
+  auto mem = load_model_file(make_kquant_test_model());
+  LlamaWeights w = LlamaWeights::bind(*mem);
+  quantize_weights_in_place(*mem, w, "q4_0");
+  EXPECT_EQ(w.output.dtype, DType::Q6_K);
+  EXPECT_EQ(w.layers[3].w2.dtype, DType::Q4_0);
+  EXPECT_EQ(w.tok_embeddings.dtype, DType::F16);   // q4_0 keeps the embedding as stored
 }
 
 TEST(QuantModel, HuggingFaceQkRowsArePermutedToGgufOrderWhenWritten) {

@@ -8,9 +8,11 @@
 #include <QTableWidget>
 #include <QTest>
 #include <QTextBrowser>
+#include <QComboBox>
 
 #include "experiments_view.h"
 #include "llmwb/quant_report.h"
+#include "settings_dialog.h"
 #include "message_banner.h"
 #include "ui_test_support.h"
 
@@ -63,6 +65,41 @@ class TestExperimentsView : public QObject {
     QCOMPARE(table->item(1, 0)->text(), QString("two threads"));
     QCOMPARE(table->horizontalHeaderItem(1)->text(), QString("output tok/s"));
     QVERIFY(table->item(0, 1)->data(Qt::UserRole).toDouble() > 0.0);
+  }
+
+  // The KV dtype and quantization pickers list what the engine accepts (llmwb::kv_dtypes(),
+  // llmwb::quantize_schemes()), and a run with int8 KV and q4_k_m weights works end to end.
+  void int8_kv_and_k_quant_choices_run_end_to_end() {
+    ui::Experiment e = two_configurations();
+    e.configs[1].kv_dtype = "int8";
+    e.configs[1].quantize = "q4_k_m";
+    view()->set_experiment(e);
+    const ui::Experiment back = view()->experiment();
+    QCOMPARE(back.configs[0].kv_dtype, QString("f32"));
+    QCOMPARE(back.configs[1].kv_dtype, QString("int8"));
+    QCOMPARE(back.configs[1].quantize, QString("q4_k_m"));
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    for (const auto& r : view()->results()) {
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      QCOMPARE(r.token_ids[0].size(), size_t(24));
+    }
+  }
+
+  void settings_offer_the_engines_kv_dtypes() {
+    ui::AppSettings s;
+    s.kv_dtype = "int8";
+    ui::SettingsDialog d(s);
+    QComboBox* kv = nullptr;
+    for (QComboBox* c : d.findChildren<QComboBox*>())
+      if (c->findText("int8") >= 0) kv = c;
+    QVERIFY(kv);
+    QCOMPARE(kv->count(), int(llmwb::kv_dtypes().size()));
+    QCOMPARE(kv->currentText(), QString("int8"));
+    QCOMPARE(d.settings().kv_dtype, QString("int8"));
+    QCOMPARE(d.settings().engine_config("m.gguf", "").kv_dtype, std::string("int8"));
+    kv->setCurrentText("f32");
+    QCOMPARE(d.settings().kv_dtype, QString("f32"));
   }
 
   void first_divergence_finds_the_first_differing_token() {

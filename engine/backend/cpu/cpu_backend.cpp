@@ -64,8 +64,7 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
       const int pos = s.start_pos + i;
       const int64_t slot = int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
       const int64_t row = s.first + i;
-      std::memcpy(cache.k(layer, slot), k + row * kv_dim, sizeof(float) * kv_dim);
-      std::memcpy(cache.v(layer, slot), v + row * kv_dim, sizeof(float) * kv_dim);
+      cache.store(layer, slot, k + row * kv_dim, v + row * kv_dim);
     }
   }
 }
@@ -75,12 +74,14 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // Tasks are dealt round-robin so that the long rows of a causal prefill spread over threads.
 // A task's arithmetic depends only on its own token (q row, positions 0..pos), never on the
 // rest of the batch or on the thread that runs it, so attention is batch-invariant; the
-// q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy.
+// q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy
+// (int8 KV: cpu::dot_f32_i8 / cpu::axpy_i8, the slot-head's scale applied to the sum).
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int n_rows = static_cast<int>(batch.tokens.size());
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
   const int q_dim = p.n_heads * hd;
+  const bool int8 = cache.dtype() == KVDType::INT8;
   std::vector<int> row_seq(static_cast<size_t>(n_rows));
   int max_ctx = 0;
   const ForwardSeq* rec_seq = nullptr;
@@ -111,8 +112,9 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
       float mx = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        const float* kj = cache.k(layer, slot) + int64_t(kvh) * hd;
-        const float d = cpu::dot_f32(qh, kj, hd) * p.scale;
+        const float d = int8 ? cpu::dot_f32_i8(qh, cache.k8(layer, slot) + int64_t(kvh) * hd, hd) *
+                                   cache.k_scale(layer, slot, kvh) * p.scale
+                             : cpu::dot_f32(qh, cache.k(layer, slot) + int64_t(kvh) * hd, hd) * p.scale;
         sc[static_cast<size_t>(j)] = d;
         mx = std::max(mx, d);
       }
@@ -129,7 +131,8 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
         const float w = sc[static_cast<size_t>(j)] * inv;
         sc[static_cast<size_t>(j)] = w;
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        cpu::axpy(o, w, cache.v(layer, slot) + int64_t(kvh) * hd, hd);
+        if (int8) cpu::axpy_i8(o, w * cache.v_scale(layer, slot, kvh), cache.v8(layer, slot) + int64_t(kvh) * hd, hd);
+        else cpu::axpy(o, w, cache.v(layer, slot) + int64_t(kvh) * hd, hd);
       }
       if (rec_seq == &fs)
         record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h].assign(sc.begin(), sc.begin() + ctx);

@@ -23,5 +23,10 @@ void softmax_inplace(float* x, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 // y[i] += a * x[i]
 void axpy(float* y, float a, const float* x, int64_t n);
+// The int8 KV cache's reads: the codes are widened to float in registers, never copied out.
+// sum a[i] * b[i] over int8 b (the caller multiplies by b's scale), in dot_f32's order.
+float dot_f32_i8(const float* a, const int8_t* b, int64_t n);
+// y[i] += a * x[i] over int8 x (a already holds x's scale).
+void axpy_i8(float* y, float a, const int8_t* x, int64_t n);
 
 }  // namespace llmwb::cpu

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace llmwb {
 
@@ -26,7 +27,13 @@ struct EngineConfig {
   int max_num_batched_tokens = 512;  // tokens computed in one step (prefill chunks + decodes)
   // Numerics
   std::string quantize;              // "" (as stored) or a load-time quantization scheme
-  std::string kv_dtype = "f32";      // KV cache element type
+  std::string kv_dtype = "f32";      // KV cache element type: kv_dtypes()
 };
+
+// The load-time quantization schemes EngineConfig::quantize accepts besides "" (the same
+// names as llmwb-cli quantize --type; docs/QUANTIZATION.md), for pickers in front ends.
+const std::vector<std::string>& quantize_schemes();
+// The KV cache element types EngineConfig::kv_dtype accepts ("f32", "int8").
+const std::vector<std::string>& kv_dtypes();
 
 }  // namespace llmwb

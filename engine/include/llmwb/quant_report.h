@@ -52,7 +52,7 @@ using QuantProgress = std::function<bool(double fraction, const std::string& wha
 struct QuantReportOptions {
   std::string model_path;
   std::string tokenizer_path;   // empty: the model's own
-  std::string scheme;           // quant_scheme_names(); "": the stored weights against themselves
+  std::string scheme;           // quantize_schemes() (engine_config.h); "": the stored weights against themselves
   std::string text;             // evaluation text (perplexity, KL, top-1 agreement)
   std::string text_name;        // where the text came from, for the report
   int threads = 2;
@@ -80,9 +80,6 @@ QuantReport make_quant_report(const QuantReportOptions& o);
 
 // The report as `llmwb-cli quant-report --json` prints it (an exact tensor's SNR is null).
 std::string quant_report_json(const QuantReport& r, int indent = 2);
-
-// The load-time quantization schemes: "int8", "int8-asym", "int4-g32", "int4-g128", "q8_0", "q4_0".
-const std::vector<std::string>& quant_scheme_names();
 
 // A short story in the style most small Llama test models were trained on: the evaluation
 // text when none is given.

@@ -1,0 +1,311 @@
+// kquants.cpp — Q4_K / Q5_K / Q6_K quantizers (layouts: the decoders in tensor.cpp, ggml's
+// block_q4_K / q5_K / q6_K).
+//
+// Two levels. First every sub-block gets its own real-valued parameters: an affine fit
+// x ~ a q + b (q in [0, 2^bits - 1], b <= 0) for Q4_K / Q5_K, a symmetric one x ~ s (q - 32)
+// for Q6_K. Then the sub-block parameters are quantized against one fp16 super-scale per
+// 256 elements (6-bit unsigned scales and minimums for Q4_K / Q5_K, int8 scales for Q6_K),
+// and the elements are rounded once more with the parameters as they will be decoded.
+//
+// The fit is the part that matters. Mapping the sub-block's [min, max] onto the codes (the
+// naive rule, KQuantFit::MinMax) wastes resolution on the extremes: a slightly larger
+// scale-inverse clips the extreme element by a fraction of a step while every other element
+// gets finer steps. So the search tries a range of candidate inverse scales around
+// nmax / (max - min), rounds the elements with each, solves the weighted least-squares
+// problem for the best (a, b) given those integer codes, re-rounds with the solution and
+// solves again (one Lloyd iteration), and keeps the candidate with the smallest weighted
+// squared error. The weights w = rms(x) + |x| favour the large elements, which dominate the
+// matmul outputs, without ignoring the small ones (the same spirit as llama.cpp's reference
+// quantizer; the candidates, the refinement step and the code are our own).
+#include "model/kquants.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/tensor.h"
+
+namespace llmwb {
+
+namespace {
+
+constexpr int kQKK = 256;
+constexpr int kScalesK = 12;
+
+int round_clamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::nearbyint(v)), lo, hi); }
+
+void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+
+// Per-element least-squares weights of one sub-block: rms(x) + |x|.
+void lsq_weights(const float* x, int n, float* w) {
+  float sum2 = 0.0f;
+  for (int i = 0; i < n; ++i) sum2 += x[i] * x[i];
+  const float rms = std::sqrt(sum2 / static_cast<float>(n));
+  for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
+}
+
+// ---------------------------------------------------------------------------- affine (Q4_K, Q5_K)
+
+struct Affine {
+  float a = 0.0f;   // step: x ~ a q + b
+  float b = 0.0f;   // offset, <= 0 (stored as the non-negative minimum m = -b)
+};
+
+float affine_error(const float* x, const float* w, const uint8_t* q, int n, Affine f) {
+  float e = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float d = f.a * static_cast<float>(q[i]) + f.b - x[i];
+    e += w[i] * d * d;
+  }
+  return e;
+}
+
+void affine_round(const float* x, int n, int nmax, Affine f, uint8_t* q) {
+  const float inv = f.a > 0.0f ? 1.0f / f.a : 0.0f;
+  for (int i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(round_clamp((x[i] - f.b) * inv, 0, nmax));
+}
+
+// The (a, b) minimising sum w (a q + b - x)^2 for fixed codes q, with b <= 0 and a >= 0.
+// Returns false when the codes cannot determine a scale (all equal).
+bool affine_solve(const float* x, const float* w, const uint8_t* q, int n, Affine* out) {
+  double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+  for (int i = 0; i < n; ++i) {
+    const double qi = q[i];
+    sw += w[i];
+    sq += w[i] * qi;
+    sqq += w[i] * qi * qi;
+    sx += w[i] * x[i];
+    sqx += w[i] * qi * x[i];
+  }
+  const double det = sw * sqq - sq * sq;
+  if (!(det > 0.0) || !(sqq > 0.0)) return false;
+  double a = (sw * sqx - sq * sx) / det;
+  double b = (sqq * sx - sq * sqx) / det;
+  if (b > 0.0) {   // the format has no positive offset: best scale through the origin
+    b = 0.0;
+    a = sqx / sqq;
+  }
+  if (!(a > 0.0)) return false;
+  out->a = static_cast<float>(a);
+  out->b = static_cast<float>(b);
+  return true;
+}
+
+// Fits one sub-block; writes its provisional codes to q (re-rounded later with the stored
+// parameters).
+Affine fit_affine(const float* x, const float* w, int n, int nmax, KQuantFit fit, uint8_t* q) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  lo = std::min(lo, 0.0f);   // b <= 0: a range above zero starts at zero
+  Affine best{(hi - lo) / static_cast<float>(nmax), lo};
+  if (!(hi > lo)) {   // constant non-positive sub-block (all zero included): the offset alone
+    std::fill(q, q + n, uint8_t{0});
+    return Affine{0.0f, lo};
+  }
+  affine_round(x, n, nmax, best, q);
+  if (fit == KQuantFit::MinMax) return best;
+  float best_err = affine_error(x, w, q, n, best);
+  uint8_t cand[32], cand2[32];
+  // Candidate inverse scales (nmax + t) / (hi - lo) for t in [-1, +1.5]: below nmax leaves
+  // headroom, above clips the extremes slightly for finer steps elsewhere.
+  for (int k = -10; k <= 15; ++k) {
+    const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / (hi - lo);
+    for (int i = 0; i < n; ++i) cand[i] = static_cast<uint8_t>(round_clamp((x[i] - lo) * iscale, 0, nmax));
+    Affine f;
+    if (!affine_solve(x, w, cand, n, &f)) continue;
+    // One Lloyd step: re-round with the solved parameters and solve again.
+    affine_round(x, n, nmax, f, cand2);
+    Affine g;
+    if (affine_solve(x, w, cand2, n, &g)) {
+      affine_round(x, n, nmax, g, cand2);
+      const float eg = affine_error(x, w, cand2, n, g);
+      if (eg < best_err) {
+        best_err = eg;
+        best = g;
+        std::memcpy(q, cand2, static_cast<size_t>(n));
+      }
+    }
+    affine_round(x, n, nmax, f, cand);
+    const float ef = affine_error(x, w, cand, n, f);
+    if (ef < best_err) {
+      best_err = ef;
+      best = f;
+      std::memcpy(q, cand, static_cast<size_t>(n));
+    }
+  }
+  return best;
+}
+
+// Packs eight 6-bit scales and eight 6-bit minimums into 12 bytes (the inverse of ggml's
+// get_scale_min_k4, tensor.cpp's scale_min_k4): entries 0..3 in the low 6 bits of bytes 0..3
+// (scales) and 4..7 (mins); entries 4..7 keep their low 4 bits in bytes 8..11 (scale low
+// nibble, min high nibble) and their top 2 bits in the top bits of bytes 0..3 / 4..7.
+void pack_scales_k4(const int* sc, const int* m, uint8_t* out) {
+  for (int j = 0; j < 4; ++j) {
+    out[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    out[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((m[j + 4] & 0x0F) << 4));
+  }
+}
+
+// One Q4_K / Q5_K super-block: fp16 d, fp16 dmin, 12 bytes of scales, then the codes
+// (returned in `codes`, 0..nmax, natural order) for the caller to pack.
+void quantize_affine_superblock(const float* x, int nmax, KQuantFit fit, uint8_t* head, uint8_t* codes) {
+  Affine f[8];
+  float w[32];
+  for (int j = 0; j < 8; ++j) {
+    lsq_weights(x + 32 * j, 32, w);
+    f[j] = fit_affine(x + 32 * j, w, 32, nmax, fit, codes + 32 * j);
+  }
+  float max_a = 0.0f, max_m = 0.0f;
+  for (const Affine& s : f) {
+    max_a = std::max(max_a, s.a);
+    max_m = std::max(max_m, -s.b);
+  }
+  // Sub-block parameters as 6-bit multiples of the super-scales; the elements are then
+  // re-rounded with the parameters exactly as the decoder will rebuild them (fp16 d, dmin).
+  const uint16_t d16 = fp32_to_fp16(max_a / 63.0f), dmin16 = fp32_to_fp16(max_m / 63.0f);
+  const float d = fp16_to_fp32(d16), dmin = fp16_to_fp32(dmin16);
+  int sc[8], mq[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = d > 0.0f ? round_clamp(f[j].a / d, 0, 63) : 0;
+    mq[j] = dmin > 0.0f ? round_clamp(-f[j].b / dmin, 0, 63) : 0;
+  }
+  store_u16(head, d16);
+  store_u16(head + 2, dmin16);
+  pack_scales_k4(sc, mq, head + 4);
+  for (int j = 0; j < 8; ++j) {
+    const Affine dec{d * static_cast<float>(sc[j]), -dmin * static_cast<float>(mq[j])};
+    if (dec.a > 0.0f) affine_round(x + 32 * j, 32, nmax, dec, codes + 32 * j);
+    else std::fill(codes + 32 * j, codes + 32 * j + 32, uint8_t{0});
+  }
+}
+
+// ---------------------------------------------------------------------------- symmetric (Q6_K)
+
+// Fits x ~ s q with q in [-32, 31] for one sub-block of 16; returns s (0 for an all-zero one).
+// As Q4_0 does, the element of largest magnitude maps to -32 (with its sign in s), so the
+// whole range [-32, 31] is available on the other side.
+float fit_symmetric(const float* x, const float* w, int n, KQuantFit fit) {
+  float amax = 0.0f, vmax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax == 0.0f) return 0.0f;
+  float best = vmax / -32.0f;
+  if (fit == KQuantFit::MinMax) return best;
+  auto error_of = [&](float s) {
+    const float inv = 1.0f / s;
+    float e = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float d = s * static_cast<float>(round_clamp(x[i] * inv, -32, 31)) - x[i];
+      e += w[i] * d * d;
+    }
+    return e;
+  };
+  float best_err = error_of(best);
+  for (int k = -10; k <= 10; ++k) {
+    const float iscale = -(32.0f + 0.1f * static_cast<float>(k)) / vmax;
+    double sxq = 0, sqq = 0;
+    for (int i = 0; i < n; ++i) {
+      const int q = round_clamp(x[i] * iscale, -32, 31);
+      sxq += static_cast<double>(w[i]) * x[i] * q;
+      sqq += static_cast<double>(w[i]) * q * q;
+    }
+    if (!(sqq > 0.0)) continue;
+    const auto s = static_cast<float>(sxq / sqq);   // least squares for these codes
+    if (s == 0.0f) continue;
+    const float e = error_of(s);
+    if (e < best_err) {
+      best_err = e;
+      best = s;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void quantize_row_q4_k(const float* x, uint8_t* dst, int64_t cols, KQuantFit fit) {
+  uint8_t codes[kQKK];
+  for (int64_t b = 0; b < cols / kQKK; ++b, x += kQKK, dst += 4 + kScalesK + kQKK / 2) {
+    quantize_affine_superblock(x, 15, fit, dst, codes);
+    // Each 64 elements share 32 bytes: the first 32 in the low nibbles, the next 32 high.
+    uint8_t* qs = dst + 4 + kScalesK;
+    for (int j = 0; j < kQKK; j += 64, qs += 32)
+      for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(codes[j + l] | (codes[j + 32 + l] << 4));
+  }
+}
+
+void quantize_row_q5_k(const float* x, uint8_t* dst, int64_t cols, KQuantFit fit) {
+  uint8_t codes[kQKK];
+  for (int64_t b = 0; b < cols / kQKK; ++b, x += kQKK, dst += 4 + kScalesK + kQKK / 8 + kQKK / 2) {
+    quantize_affine_superblock(x, 31, fit, dst, codes);
+    // As Q4_K for the low 4 bits; the fifth bit of element l of sub-block s goes to bit s of qh[l].
+    uint8_t* qh = dst + 4 + kScalesK;
+    uint8_t* ql = qh + kQKK / 8;
+    std::memset(qh, 0, kQKK / 8);
+    for (int j = 0, s = 0; j < kQKK; j += 64, ql += 32, s += 2) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = codes[j + l], hi = codes[j + 32 + l];
+        ql[l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
+        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << s) | ((hi >> 4) << (s + 1)));
+      }
+    }
+  }
+}
+
+void quantize_row_q6_k(const float* x, uint8_t* dst, int64_t cols, KQuantFit fit) {
+  for (int64_t b = 0; b < cols / kQKK; ++b, x += kQKK, dst += kQKK / 2 + kQKK / 4 + kQKK / 16 + 2) {
+    float s[16], w[16];
+    for (int j = 0; j < 16; ++j) {
+      lsq_weights(x + 16 * j, 16, w);
+      s[j] = fit_symmetric(x + 16 * j, w, 16, fit);
+    }
+    // int8 sub-block scales against one fp16 d; the scale of largest magnitude maps to -128
+    // (the same trick one level up).
+    // The int8 range is asymmetric: scales of smax's sign map onto [-128, 0], the others onto
+    // [0, 127], so d must also fit the largest of the opposite sign in 127 steps.
+    float smax = 0.0f;
+    for (float v : s)
+      if (std::fabs(v) > std::fabs(smax)) smax = v;
+    float opp = 0.0f;
+    for (float v : s)
+      if (v * smax < 0.0f) opp = std::max(opp, std::fabs(v));
+    const float dabs = std::max(std::fabs(smax) / 128.0f, opp / 127.0f);
+    const uint16_t d16 = smax == 0.0f ? uint16_t{0} : fp32_to_fp16(smax > 0.0f ? -dabs : dabs);
+    const float d = fp16_to_fp32(d16);
+    int8_t sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(d != 0.0f ? round_clamp(s[j] / d, -128, 127) : 0);
+    uint8_t q[kQKK];
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * static_cast<float>(sc[j]);
+      const float inv = step != 0.0f ? 1.0f / step : 0.0f;
+      for (int i = 0; i < 16; ++i) q[16 * j + i] = static_cast<uint8_t>(round_clamp(x[16 * j + i] * inv, -32, 31) + 32);
+    }
+    // Layout (tensor.cpp dequantize_q6_k): per half of 128, ql[64] and qh[32]; elements l,
+    // l+32, l+64, l+96 (l < 32) take the low nibble of ql[l], ql[l+32], the high nibble of
+    // ql[l], ql[l+32], and bits 0-1, 2-3, 4-5, 6-7 of qh[l] for their top two bits.
+    uint8_t* ql = dst;
+    uint8_t* qh = dst + kQKK / 2;
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* c = q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        ql[64 * h + l] = static_cast<uint8_t>((c[l] & 0x0F) | ((c[l + 64] & 0x0F) << 4));
+        ql[64 * h + l + 32] = static_cast<uint8_t>((c[l + 32] & 0x0F) | ((c[l + 96] & 0x0F) << 4));
+        qh[32 * h + l] = static_cast<uint8_t>((c[l] >> 4) | ((c[l + 32] >> 4) << 2) | ((c[l + 64] >> 4) << 4) |
+                                              ((c[l + 96] >> 4) << 6));
+      }
+    }
+    std::memcpy(dst + kQKK / 2 + kQKK / 4, sc, 16);
+    store_u16(dst + kQKK / 2 + kQKK / 4 + kQKK / 16, d16);
+  }
+}
+
+}  // namespace llmwb
