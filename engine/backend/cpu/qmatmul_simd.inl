@@ -26,10 +26,18 @@ inline float half_at(const uint8_t* p) {
   return _cvtsh_ss(v);
 }
 
+// 16 bytes of nibbles to 32 values: the bytes broadcast to both 128-bit halves, the upper
+// half shifted right by 4 (one variable shift), then masked. Low nibbles are elements 0-15.
 inline __m256i nibbles_of_16(const uint8_t* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+}
+
+// A block's fp16 pair (d, m) as floats, with one conversion.
+inline __m128 half_pair(const uint8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
 }
 
 inline __m256i nibbles_of_32(const uint8_t* p, bool high) {
@@ -70,14 +78,16 @@ inline void decode(const uint8_t* row, int64_t b, WBlock* w) {
   } else if constexpr (DT == DType::Q4_1 || DT == DType::INT4_G32) {
     const uint8_t* src = row + b * (4 + kQBytes / 2);
     w->q = nibbles_of_16(src + 4);
-    w->d = _mm256_set1_ps(half_at(src));
-    w->m = half_at(src + 2);
+    const __m128 dm = half_pair(src);
+    w->d = _mm256_broadcastss_ps(dm);
+    w->m = _mm_cvtss_f32(_mm_movehdup_ps(dm));
   } else if constexpr (DT == DType::INT4_G128) {
     const int s = static_cast<int>(b & 3);
     const uint8_t* src = row + (b >> 2) * (4 + 64);
     w->q = nibbles_of_32(src + 4 + 32 * (s & 1), s >= 2);
-    w->d = _mm256_set1_ps(half_at(src));
-    w->m = half_at(src + 2);
+    const __m128 dm = half_pair(src);
+    w->d = _mm256_broadcastss_ps(dm);
+    w->m = _mm_cvtss_f32(_mm_movehdup_ps(dm));
   } else if constexpr (DT == DType::Q4_K || DT == DType::Q5_K) {
     constexpr bool five = DT == DType::Q5_K;
     const int j = static_cast<int>(b & 7);
