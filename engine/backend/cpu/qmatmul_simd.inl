@@ -20,6 +20,7 @@
 
 constexpr int64_t kQBytes = kQB;
 
+
 inline float half_at(const uint8_t* p) {
   uint16_t v;
   __builtin_memcpy(&v, p, 2);
@@ -168,9 +169,17 @@ inline void tile(const QArgs& a, int64_t nfull, int64_t r, int64_t t0) {
   };
 
   WBlock w[RR] = {};   // fields a dtype does not use stay zero
+  // Software prefetch of the same block in the rows of the next tile (RR rows further on):
+  // the decode does enough work per byte that the hardware prefetchers alone leave DRAM
+  // latency exposed, and a row (1-2 KB) is too short for a fixed distance within it.
+  const int64_t bytes_per_block = static_cast<int64_t>(a.w_row_bytes) / a.nb;
+  const int64_t ahead = RR * static_cast<int64_t>(a.w_row_bytes);
   for (int64_t b = 0; b < nfull; ++b) {
 #pragma GCC unroll 8
-    for (int i = 0; i < RR; ++i) decode<DT>(row[i], b, &w[i]);
+    for (int i = 0; i < RR; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(row[i] + ahead + b * bytes_per_block), _MM_HINT_T0);
+      decode<DT>(row[i], b, &w[i]);
+    }
     accumulate(b, w);
   }
   for (int64_t b = nfull; b < a.nb; ++b) {
