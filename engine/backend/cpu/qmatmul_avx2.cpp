@@ -13,6 +13,7 @@ struct V {
   static constexpr int kGemvRows = 4;
   static constexpr int kRows = 2;
   static constexpr int kTokens = 4;
+  static constexpr bool kRowPairs = false;   // no zmm
   // u8 x s8 pairs summed to int16 (cannot saturate for |u| <= 128, |s| <= 127), then pairs
   // of those to int32.
   static __m256i dot(__m256i u, __m256i s) {
