@@ -238,26 +238,13 @@ void dequantize_int8_asym_row(const uint8_t* src, float* y, int64_t cols) {
   for (int64_t i = 0; i < cols; ++i) y[i] = s * static_cast<float>(static_cast<int32_t>(q[i]) - z);
 }
 
-// ggml get_scale_min_k4: eight 6-bit scales and eight 6-bit mins packed into 12 bytes.
-// Entries 0..3 are the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); entries 4..7 take
-// their low 4 bits from bytes 8..11 and their top 2 bits from the spare bits of bytes 0..7.
-void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Multipliers (d * scale, dmin * min) of sub-blocks `is` and `is + 1` (one 64-element pair).
 void sub_block_pair_k4(const uint8_t* scales, int is, float d, float dmin, float* d1, float* m1, float* d2, float* m2) {
   int sc, m;
-  scale_min_k4(is, scales, &sc, &m);
+  k4_scale_min(is, scales, &sc, &m);
   *d1 = d * static_cast<float>(sc);
   *m1 = dmin * static_cast<float>(m);
-  scale_min_k4(is + 1, scales, &sc, &m);
+  k4_scale_min(is + 1, scales, &sc, &m);
   *d2 = d * static_cast<float>(sc);
   *m2 = dmin * static_cast<float>(m);
 }
@@ -325,6 +312,19 @@ void dequantize_q6_k(const uint8_t* src, float* y, int64_t cols) {
 }
 
 }  // namespace
+
+// ggml get_scale_min_k4: eight 6-bit scales and eight 6-bit mins packed into 12 bytes.
+// Entries 0..3 are the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); entries 4..7 take
+// their low 4 bits from bytes 8..11 and their top 2 bits from the spare bits of bytes 0..7.
+void k4_scale_min(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
 
 const DTypeInfo& dtype_info(DType t) {
   const auto i = static_cast<size_t>(t);

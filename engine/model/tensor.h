@@ -88,6 +88,10 @@ inline float bf16_to_fp32(uint16_t b) {
 }
 uint16_t fp32_to_bf16(float f);   // round to nearest even
 
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block, from its 12
+// packed bytes (ggml get_scale_min_k4). Shared by dequantize_row and the integer kernels.
+void k4_scale_min(int j, const uint8_t* scales, int* sc, int* m);
+
 // Dequantizes one row of `cols` elements of any dtype into float.
 void dequantize_row(DType t, const uint8_t* src, float* dst, int64_t cols);
 // Quantizes one row of float into any dtype with dtype_can_quantize (GGUF reference rounding

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
 
 namespace llmwb {
@@ -88,7 +89,12 @@ class SimdLevelGuard {
 void expect_matches_reference(ThreadPool& pool, SimdLevel level, DType dt, int64_t N, int64_t K, int64_t T,
                               uint32_t seed, int misalign = 0) {
   Weights w(dt, N, K, seed, misalign);
-  const std::vector<float> x = random_vector(static_cast<size_t>(T * K), seed + 1);
+  std::vector<float> x = random_vector(static_cast<size_t>(T * K), seed + 1);
+  // Quantized weights are multiplied with activations quantized per block of 32 (qmatmul.h,
+  // tested in test_qmatmul.cpp): the reference takes the same rounded activations.
+  if (cpu::qmatmul_handles(dt)) {
+    for (int64_t t = 0; t < T; ++t) cpu::qmatmul_activation_roundtrip(x.data() + t * K, K, x.data() + t * K);
+  }
   std::vector<float> ref(static_cast<size_t>(T * N)), got(static_cast<size_t>(T * N), NAN), scalar(ref.size());
   cpu::matmul_reference(w.view, x.data(), T, ref.data());
   {

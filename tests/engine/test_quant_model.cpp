@@ -118,7 +118,11 @@ TEST(QuantModel, QuantizeInPlaceRepointsMatricesAndKeepsEmbeddingsAndNorms) {
 
 // Writes `model` quantized with `scheme`, loads the file back and checks that it is the
 // in-memory quantized model: same types and bytes, and the same logits and greedy tokens.
-void check_written_file(const std::string& model, const std::string& scheme, const std::string& out) {
+// kl_max: the in-memory and loaded models may compute in a different float order (see the HF
+// test below), which the integer kernels' activation quantization can turn into a one-step
+// rounding difference of an activation now and then.
+void check_written_file(const std::string& model, const std::string& scheme, const std::string& out,
+                        double kl_max = 1e-6) {
   SCOPED_TRACE(model + " " + scheme);
   auto mem = load_model_file(test::shared_path(model));
   LlamaWeights mw = LlamaWeights::bind(*mem);
@@ -135,7 +139,7 @@ void check_written_file(const std::string& model, const std::string& scheme, con
   ModelComparison cmp(mem->config, std::move(mw), disk->config, LlamaWeights::bind(*disk), 2);
   auto tok = load_tokenizer_for(*disk, disk->tokenizer.empty() ? test::shared_path(kTok) : "");
   const TextScore s = cmp.score_text(tok->encode(greedy_story()), 0);
-  EXPECT_LT(s.kl_mean, 1e-6);
+  EXPECT_LT(s.kl_mean, kl_max);
   EXPECT_EQ(s.top1_agreement, 1.0);
   const GreedyAgreement g = cmp.greedy({disk->config.bos_id}, 40);
   EXPECT_EQ(g.ref, g.quant);
@@ -266,8 +270,12 @@ TEST(QuantModel, Q4_0KeepsTheHeadInQ6_KLikeLlamaCpp) {
 
 TEST(QuantModel, HuggingFaceQkRowsArePermutedToGgufOrderWhenWritten) {
   // The HF folder keeps q/k in rotate-half order; the GGUF writer permutes them to interleaved
-  // rows, and the loaded file must still compute the same model.
-  check_written_file("models/stories260K/hf", "int8", test::scratch_dir("quant_hf") + "/s260_hf_int8.gguf");
+  // rows, and the loaded file must still compute the same model. The two apply RoPE in a
+  // different order (rotate-half vs interleaved pairs), so their activations differ in the
+  // last bits, and an activation that sits near a rounding boundary of its int8 block
+  // (qmatmul.h) can round the other way: measured KL 5e-6, hence the bound of 1e-4 rather
+  // than 1e-6; the greedy tokens must still be the same.
+  check_written_file("models/stories260K/hf", "int8", test::scratch_dir("quant_hf") + "/s260_hf_int8.gguf", 1e-4);
 }
 
 // The progress callback: fractions never go back, the last is 1; returning false stops the

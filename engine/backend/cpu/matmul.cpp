@@ -6,6 +6,7 @@
 // same alone or in any batch. Splitting by output rows means no two threads ever write the
 // same y element and each weight byte is read by one thread only; which thread computes a
 // row does not change its bits either.
+// Quantized weight types go to qmatmul (integer dot products) before any of this.
 // Weight types the kernels do not decode themselves (kernels::KernelSet::handles) take the
 // generic path: a block of rows is decoded with dequantize_row into per-thread f32 scratch
 // and the F32 kernels run on it, which is batch-invariant in the same way.
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::cpu {
@@ -152,6 +154,12 @@ void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tok
     throw Error(W.name, "matmul: weight data missing or shorter than its shape");
   }
   if (rows == 0) return;
+  // Quantized weights (Q8_0 and Q4_0 included) take the integer-dot kernels, which quantize
+  // the activations per block of 32 on the fly (qmatmul.h).
+  if (qmatmul_handles(W.dtype)) {
+    qmatmul(pool, W, x, n_tokens, y);
+    return;
+  }
 
   const kernels::KernelSet& ks = kernel_set(simd_level());
   const bool use_gemm = ks.gemm != nullptr && n_tokens >= ks.gemm_min_tokens;

@@ -1,0 +1,137 @@
+// qmatmul.cpp — quantizes the activations and splits the output rows across threads for the
+// integer-dot kernels (qmatmul_kernels.h).
+//
+// Activation format, per token row of K values: nb = ceil(K / 32) blocks, each with
+// d = max|x| / 127 (float), q = round(x / d) in [-127, 127] (int8, 0 past K) and
+// c = d * sum(q), which the weight types with an offset (Q4_0's -8, Q4_1 / INT4 minimums,
+// k-quant mins, INT8_ASYM_ROW's zero point) multiply. Each token row is quantized on its own,
+// so its blocks do not depend on the batch. The quantizer is plain scalar code shared by all
+// levels, so every SIMD level multiplies exactly the same integers.
+#include "backend/cpu/qmatmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/qmatmul_kernels.h"
+#include "llmwb/errors.h"
+
+namespace llmwb::cpu {
+
+namespace {
+
+using qkernels::kQB;
+
+bool has_vnni() {
+  static const bool v = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2");
+  }();
+  return v;
+}
+
+const qkernels::QKernelSet& qkernel_set() {
+  switch (simd_level()) {
+    case SimdLevel::Avx512: return has_vnni() ? qkernels::avx512vnni_qkernels() : qkernels::avx2_qkernels();
+    case SimdLevel::Avx2: return qkernels::avx2_qkernels();
+    case SimdLevel::Scalar: break;
+  }
+  return qkernels::scalar_qkernels();
+}
+
+// One block of up to 32 values (n of them; the rest of q is zero).
+void quantize_block(const float* x, int n, int8_t* q, float* d_out, float* c_out) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  // Round to nearest even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22, and
+  // |x * id| <= 127 up to rounding): std::nearbyint is a library call on baseline x86-64,
+  // and this runs for every activation of every matmul.
+  constexpr float kMagic = 12582912.0f;
+  int32_t sum = 0;
+  for (int j = 0; j < kQB; ++j) {
+    const float r = j < n ? (x[j] * id + kMagic) - kMagic : 0.0f;
+    const int v = static_cast<int>(std::clamp(r, -127.0f, 127.0f));
+    q[j] = static_cast<int8_t>(v);
+    sum += v;
+  }
+  *d_out = d;
+  *c_out = d * static_cast<float>(sum);
+}
+
+void quantize_token(const float* x, int64_t K, int64_t nb, int8_t* q, float* d, float* c, float* csum) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int n = static_cast<int>(std::min<int64_t>(kQB, K - b * kQB));
+    quantize_block(x + b * kQB, n, q + b * kQB, d + b, c + b);
+    s += c[b];
+  }
+  *csum = s;
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Below this many multiply-adds a chunk is not worth waking another thread for.
+constexpr int64_t kMinMacsPerChunk = 1 << 16;
+
+}  // namespace
+
+bool qmatmul_handles(DType dtype) { return qkernels::qtype(dtype); }
+
+const char* qmatmul_kernel_name() { return qkernel_set().name; }
+
+void qmatmul_activation_roundtrip(const float* x, int64_t cols, float* out) {
+  const int64_t nb = (cols + kQB - 1) / kQB;
+  std::vector<int8_t> q(static_cast<size_t>(nb * kQB));
+  std::vector<float> d(static_cast<size_t>(nb)), c(static_cast<size_t>(nb));
+  float csum;
+  quantize_token(x, cols, nb, q.data(), d.data(), c.data(), &csum);
+  for (int64_t k = 0; k < cols; ++k) out[k] = d[static_cast<size_t>(k / kQB)] * static_cast<float>(q[static_cast<size_t>(k)]);
+}
+
+void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y) {
+  if (!qmatmul_handles(W.dtype)) throw Error(W.name, std::string("qmatmul: no integer kernel for ") + dtype_name(W.dtype));
+  const int64_t rows = W.rows(), K = W.cols();
+  if (n_tokens <= 0 || rows == 0) return;
+  qkernels::QArgs a;
+  a.dtype = W.dtype;
+  a.w = W.data;
+  a.cols = K;
+  a.w_row_bytes = dtype_row_bytes(W.dtype, K);
+  a.nb = (K + kQB - 1) / kQB;
+  a.n_tokens = n_tokens;
+  a.y = y;
+  a.y_stride = rows;
+
+  // Buffers that only grow: after the first call of the largest shape, no allocation here.
+  thread_local std::vector<int8_t> q_buf;
+  thread_local std::vector<float> f_buf;
+  const int64_t q_stride = round_up(a.nb * kQB, 64);
+  const size_t q_bytes = static_cast<size_t>(n_tokens * q_stride + 64);
+  if (q_buf.size() < q_bytes) q_buf.resize(q_bytes);
+  const size_t f_floats = static_cast<size_t>(n_tokens * (2 * a.nb + 1));
+  if (f_buf.size() < f_floats) f_buf.resize(f_floats);
+  auto* q = reinterpret_cast<int8_t*>((reinterpret_cast<uintptr_t>(q_buf.data()) + 63) & ~uintptr_t{63});
+  float* d = f_buf.data();
+  float* c = d + n_tokens * a.nb;
+  float* csum = c + n_tokens * a.nb;
+  a.x = {q, d, c, csum, q_stride};
+
+  const int64_t nb = a.nb;
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      quantize_token(x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
+    }
+  });
+
+  const qkernels::QKernelSet& ks = qkernel_set();
+  const int64_t tile = ks.row_tile;
+  const int64_t grain =
+      round_up(std::max<int64_t>(tile, kMinMacsPerChunk / std::max<int64_t>(1, K * n_tokens)), tile);
+  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.rows(a, r0, r1); }, grain);
+}
+
+}  // namespace llmwb::cpu

@@ -1,0 +1,86 @@
+// qmatmul_kernels.h — the integer-dot kernels behind qmatmul() (internal to the CPU backend).
+//
+// qmatmul.cpp quantizes the activations and owns threading; each kernel file
+// (qmatmul_scalar.cpp, qmatmul_avx2.cpp, qmatmul_avx512vnni.cpp) computes a range of output
+// rows for every token, reading the weights in place. As in matmul_kernels.h only plain data
+// crosses this boundary, so no std:: template compiled with AVX-512 flags can be linked into
+// a path that runs on a plain AVX2 CPU.
+//
+// Every weight dtype is seen as blocks of 32 elements (k-quant sub-blocks, INT4_G128 groups
+// cut in four, one block per 32 columns of the per-row INT8 types). Block b of a weight row
+// is 32 small integers q (signed for INT8_ROW, INT8_ASYM_ROW, Q8_0, Q6_K; unsigned 0..63 for
+// the others), a scale for its first 16 and one for its last 16 elements (equal except Q6_K)
+// and an offset coefficient m; the activations are blocks of 32 int8 qx with a scale dx and
+// c = dx * sum(qx). Then, with isum_lo / isum_hi the exact integer dot products of the two
+// halves,
+//   block contribution = dx * (d_lo * isum_lo + d_hi * isum_hi) + m * c
+// and y = post * (sum over blocks) [- post * z * sum_b c_b for INT8_ASYM_ROW], post being the
+// per-row scale of the INT8 row types (1 otherwise). The summation order is in QUANTIZATION.md.
+#pragma once
+
+#include <cstdint>
+
+#include "model/tensor.h"
+
+namespace llmwb::cpu::qkernels {
+
+constexpr int kQB = 32;   // elements per activation block and per weight block
+
+// Token rows quantized per block of 32 (qmatmul.cpp, quantize_activations).
+struct QActs {
+  const int8_t* q = nullptr;   // token t: q + t * q_stride, nb * 32 values in [-127, 127], 0 past K
+  const float* d = nullptr;    // token t: d[t * nb + b], the block scale (x ~ d * q)
+  const float* c = nullptr;    // token t: c[t * nb + b] = d * sum(q of the block)
+  const float* csum = nullptr; // token t: sum_b c[t * nb + b], summed in increasing b
+  int64_t q_stride = 0;        // bytes, a multiple of 64
+};
+
+struct QArgs {
+  DType dtype = DType::INT8_ROW;
+  const uint8_t* w = nullptr;   // row o starts at w + o * w_row_bytes
+  uint64_t w_row_bytes = 0;
+  int64_t cols = 0;             // K
+  int64_t nb = 0;               // blocks per row, ceil(K / 32)
+  QActs x;
+  int64_t n_tokens = 0;
+  float* y = nullptr;           // y[t * y_stride + o]
+  int64_t y_stride = 0;
+};
+
+// One weight block, unpacked (the portable decoder; the SIMD kernels use it for partial
+// blocks and Q6_K, and decode the other full blocks in registers to the same values).
+struct QBlock {
+  alignas(32) int8_t q[kQB];
+  float d_lo, d_hi, m;
+};
+
+// Whether block values are signed (multiplied with the sign trick) or unsigned.
+constexpr bool weights_signed(DType t) {
+  return t == DType::INT8_ROW || t == DType::INT8_ASYM_ROW || t == DType::Q8_0 || t == DType::Q6_K;
+}
+constexpr bool qtype(DType t) {
+  return t == DType::INT8_ROW || t == DType::INT8_ASYM_ROW || t == DType::INT4_G32 || t == DType::Q8_0 ||
+         t == DType::Q4_0 || t == DType::Q4_1 || t == DType::INT4_G128 || t == DType::Q6_K || t == DType::Q4_K ||
+         t == DType::Q5_K;
+}
+
+// Block b of a weight row of `cols` elements (zero past the end of the row).
+void unpack_block(DType t, const uint8_t* row, int64_t cols, int64_t b, QBlock* out);
+// The per-row scale of INT8_ROW / INT8_ASYM_ROW (1 for the block types) and the zero point.
+void row_params(DType t, const uint8_t* row, float* post, float* z);
+// Blocks [0, full_blocks) that the SIMD kernels decode in place; the rest go through
+// unpack_block (a partial last block or group).
+int64_t full_blocks(DType t, int64_t cols);
+
+struct QKernelSet {
+  const char* name;
+  // y[t][o] for o in [r0, r1) and every token.
+  void (*rows)(const QArgs& a, int64_t r0, int64_t r1);
+  int row_tile;   // row ranges are split at multiples of this
+};
+
+const QKernelSet& scalar_qkernels();
+const QKernelSet& avx2_qkernels();
+const QKernelSet& avx512vnni_qkernels();
+
+}  // namespace llmwb::cpu::qkernels
