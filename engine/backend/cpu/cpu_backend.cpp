@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 
 namespace llmwb {
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())) {}
+CpuBackend::CpuBackend(int n_threads)
+    : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())), kv_rows_(static_cast<size_t>(pool_.size())) {}
 
 std::string CpuBackend::name() const {
   return std::string("cpu (") + cpu::simd_level_name(cpu::simd_level()) + ", " + std::to_string(pool_.size()) +
@@ -73,9 +75,9 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // Paged attention on the CPU: one task per (new token, head); each reads K and V of positions
 // 0..pos through its sequence's block table, so the cache never needs to be contiguous.
 // Tasks are dealt round-robin so that the long rows of a causal prefill spread over threads.
-// A task's arithmetic depends only on its own token (q row, positions 0..pos), never on the
-// rest of the batch or on the thread that runs it, so attention is batch-invariant; the
-// q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy.
+// A task's arithmetic (cpu::attend_head) depends only on its own token (q row, positions
+// 0..pos), never on the rest of the batch or on the thread that runs it, so attention is
+// batch-invariant.
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int n_rows = static_cast<int>(batch.tokens.size());
@@ -100,37 +102,24 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   pool_.run([&](int ith, int nth) {
     std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
     if (sc.size() < static_cast<size_t>(max_ctx)) sc.resize(static_cast<size_t>(max_ctx));
+    std::vector<const float*>& rows = kv_rows_[static_cast<size_t>(ith)];
+    if (rows.size() < 2 * static_cast<size_t>(max_ctx)) rows.resize(2 * static_cast<size_t>(max_ctx));
+    const float** krows = rows.data();
+    const float** vrows = rows.data() + max_ctx;
     for (int64_t t = ith; t < n_tasks; t += nth) {
       const int row = static_cast<int>(t / p.n_heads), h = static_cast<int>(t % p.n_heads);
       const ForwardSeq& fs = batch.seqs[static_cast<size_t>(row_seq[static_cast<size_t>(row)])];
       const int pos = fs.start_pos + (row - fs.first);
       const int ctx = pos + 1;
-      const int kvh = h / group;
-      const float* qh = q + int64_t(row) * q_dim + int64_t(h) * hd;
+      const int64_t kv_off = int64_t(h / group) * hd;
       const std::vector<int>& table = *fs.block_table;
-      float mx = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        const float* kj = cache.k(layer, slot) + int64_t(kvh) * hd;
-        const float d = cpu::dot_f32(qh, kj, hd) * p.scale;
-        sc[static_cast<size_t>(j)] = d;
-        mx = std::max(mx, d);
+        krows[j] = cache.k(layer, slot) + kv_off;
+        vrows[j] = cache.v(layer, slot) + kv_off;
       }
-      float sum = 0.f;
-      for (int j = 0; j < ctx; ++j) {
-        const float e = std::exp(sc[static_cast<size_t>(j)] - mx);
-        sc[static_cast<size_t>(j)] = e;
-        sum += e;
-      }
-      const float inv = 1.0f / sum;
-      float* o = out + int64_t(row) * q_dim + int64_t(h) * hd;
-      std::fill(o, o + hd, 0.f);
-      for (int j = 0; j < ctx; ++j) {
-        const float w = sc[static_cast<size_t>(j)] * inv;
-        sc[static_cast<size_t>(j)] = w;
-        const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        cpu::axpy(o, w, cache.v(layer, slot) + int64_t(kvh) * hd, hd);
-      }
+      cpu::attend_head(q + int64_t(row) * q_dim + int64_t(h) * hd, krows, vrows, ctx, hd, p.scale, sc.data(),
+                       out + int64_t(row) * q_dim + int64_t(h) * hd);
       if (rec_seq == &fs)
         record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h].assign(sc.begin(), sc.begin() + ctx);
     }

@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
+  std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task
 };
 
 }  // namespace llmwb

@@ -1,0 +1,27 @@
+// attention.h — one attention head of one token on the CPU: softmax(q . K^T * scale) V over
+// the token's context, the K and V rows given by pointer (paged: the caller resolves its
+// block table). CpuBackend::attention deals these (token, head) tasks to its threads.
+//
+// Batch invariance: a head's result depends only on q, its K/V rows and their count, in one
+// fixed order per SIMD level: scores in increasing key order, each a dot product summed as
+// stated by the kernel; the maximum; exp(s - max) and their sum in increasing key order; then
+// out = sum_j (e_j / sum) * v_j accumulated element-wise in increasing j with one fused
+// multiply-add per key (the same as cpu::axpy from a zeroed row).
+#pragma once
+
+#include <cstdint>
+
+namespace llmwb::cpu {
+
+// out[0, hd) = attention of q over the ctx keys/values krows[j] / vrows[j] (hd floats each).
+// probs[0, ctx) receives the normalised attention weights (the capture for the heatmap).
+void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
+                 float* probs, float* out);
+
+namespace kernels {
+// The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.
+void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                        float scale, float* probs, float* out);
+}  // namespace kernels
+
+}  // namespace llmwb::cpu
