@@ -5,8 +5,8 @@
 // Batch invariance: a head's result depends only on q, its K/V rows and their count, in one
 // fixed order per SIMD level: scores in increasing key order, each a dot product summed as
 // stated by the kernel; the maximum; exp(s - max) and their sum in increasing key order; then
-// out = sum_j (e_j / sum) * v_j accumulated element-wise in increasing j with one fused
-// multiply-add per key (the same as cpu::axpy from a zeroed row).
+// out = sum_j (e_j / sum) * v_j accumulated element-wise in the kernel's fixed order (the
+// portable loop: cpu::axpy per key from a zeroed row; AVX-512: see attention_avx512.cpp).
 #pragma once
 
 #include <cstdint>
