@@ -337,7 +337,9 @@ inline void finish_tile(const uint8_t* const* wr, const float* const* xt, int rr
 // tiles (x packed by pack_x, streamed from L3), k-chunks of kGemmKc columns, row tiles. One
 // token tile's x chunk (TT x kGemmKc floats) and the block's lane accumulators stay in L1
 // while every row tile of the block streams its packed weights from L2 over them: per
-// k-step RR loads from L2, TT from L1.
+// k-step RR loads from L2, TT from L1. While the token tiles sweep a block, they prefetch
+// the next block's weight rows (this thread's, contiguous in memory) into L2 a slice at a
+// time, so that packing it reads L2 instead of waiting on DRAM.
 template <DType DT>
 void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
   constexpr int RR = V::kGemmRows, TT = V::kGemmTokens;
@@ -359,9 +361,18 @@ void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
       for (int i = 0; i < rr; ++i) wr[i] = a.w + (rb0 + r + i) * a.w_row_bytes;
       pack_tile<DT>(wr, rr, kv, wpack + r * kv);
     }
+    // The next block: rows [rb0 + mc, next_end), prefetched in n_tiles slices of whole lines.
+    const int64_t next_end = imin(r1, rb0 + 2 * mc);
+    const int64_t next_bytes = next_end > rb0 + mc ? (next_end - rb0 - mc) * static_cast<int64_t>(a.w_row_bytes) : 0;
+    const uint8_t* next = a.w + (rb0 + mc) * a.w_row_bytes;
+    const int64_t n_tiles = (T + TT - 1) / TT;
+    const int64_t slice = (next_bytes / 64 + n_tiles - 1) / n_tiles * 64;
     for (int64_t t0 = 0; t0 < T; t0 += TT) {
       const int tt = static_cast<int>(imin(TT, T - t0));
       for (int j = 0; j < tt; ++j) xt[j] = a.x + (t0 + j) * K;
+      for (int64_t off = t0 / TT * slice, end = imin(next_bytes, off + slice); off < end; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
+      }
       const float* xtile = a.xp + t0 / TT * kv * TT;
       for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += V::kGemmKc) {
         const int64_t k1 = imin(kv, k0 + V::kGemmKc);
