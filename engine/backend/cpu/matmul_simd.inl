@@ -319,12 +319,17 @@ ChunkFn pick_chunk(int rr, int tt) {
 
 // The end of dot_tile for a gemm tile: the same horizontal tree, then the tail columns
 // [kv, K) one fused multiply-add at a time, read from the weight rows in place.
+// A whole tile's vectors are reduced together by V::hsum_n (bitwise V::hsum, faster).
 template <DType DT>
 inline void finish_tile(const uint8_t* const* wr, const float* const* xt, int rr, int tt, int64_t kv, int64_t K,
                         const float* acc, float* y, int64_t ys) {
+  constexpr int LT = V::kGemmTokens, LR = V::kGemmRows;
+  float sums[LR * LT];
+  const bool whole = rr == LR && tt == LT;
+  if (whole) V::hsum_n(acc, LR * LT, sums);
   for (int i = 0; i < rr; ++i) {
     for (int j = 0; j < tt; ++j) {
-      float r = V::hsum(V::load(acc + (i * V::kGemmTokens + j) * W));
+      float r = whole ? sums[i * LT + j] : V::hsum(V::load(acc + (i * LT + j) * W));
       if constexpr (!is_quantized(DT)) {
         for (int64_t k = kv; k < K; ++k) r = __builtin_fmaf(weight_at<DT>(wr[i], k), xt[j][k], r);
       }
