@@ -4,12 +4,17 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 
 namespace llmwb {
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())) {}
+CpuBackend::CpuBackend(int n_threads)
+    : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())),
+      kv_rows_(static_cast<size_t>(pool_.size())),
+      kv_rows8_(static_cast<size_t>(pool_.size())),
+      kv_scales_(static_cast<size_t>(pool_.size())) {}
 
 std::string CpuBackend::name() const {
   return std::string("cpu (") + cpu::simd_level_name(cpu::simd_level()) + ", " + std::to_string(pool_.size()) +
@@ -72,10 +77,9 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // Paged attention on the CPU: one task per (new token, head); each reads K and V of positions
 // 0..pos through its sequence's block table, so the cache never needs to be contiguous.
 // Tasks are dealt round-robin so that the long rows of a causal prefill spread over threads.
-// A task's arithmetic depends only on its own token (q row, positions 0..pos), never on the
-// rest of the batch or on the thread that runs it, so attention is batch-invariant; the
-// q.k products and the weighted sum of V rows are the vectorized cpu::dot_f32 / cpu::axpy
-// (int8 KV: cpu::dot_f32_i8 / cpu::axpy_i8, the slot-head's scale applied to the sum).
+// A task's arithmetic (cpu::attend_head, or cpu::attend_head_i8 over an int8 cache) depends
+// only on its own token (q row, positions 0..pos), never on the rest of the batch or on the
+// thread that runs it, so attention is batch-invariant.
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int n_rows = static_cast<int>(batch.tokens.size());
@@ -101,39 +105,47 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   pool_.run([&](int ith, int nth) {
     std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
     if (sc.size() < static_cast<size_t>(max_ctx)) sc.resize(static_cast<size_t>(max_ctx));
+    std::vector<const float*>& rows = kv_rows_[static_cast<size_t>(ith)];
+    if (rows.size() < 2 * static_cast<size_t>(max_ctx)) rows.resize(2 * static_cast<size_t>(max_ctx));
+    const float** krows = rows.data();
+    const float** vrows = rows.data() + max_ctx;
+    // int8 cache: code row pointers and the slot-heads' scales
+    std::vector<const int8_t*>& rows8 = kv_rows8_[static_cast<size_t>(ith)];
+    std::vector<float>& scales = kv_scales_[static_cast<size_t>(ith)];
+    if (int8 && rows8.size() < 2 * static_cast<size_t>(max_ctx)) {
+      rows8.resize(2 * static_cast<size_t>(max_ctx));
+      scales.resize(2 * static_cast<size_t>(max_ctx));
+    }
+    const int8_t** krows8 = rows8.data();
+    const int8_t** vrows8 = krows8 + (int8 ? max_ctx : 0);
+    float* kscale = scales.data();
+    float* vscale = kscale + (int8 ? max_ctx : 0);
     for (int64_t t = ith; t < n_tasks; t += nth) {
       const int row = static_cast<int>(t / p.n_heads), h = static_cast<int>(t % p.n_heads);
       const ForwardSeq& fs = batch.seqs[static_cast<size_t>(row_seq[static_cast<size_t>(row)])];
       const int pos = fs.start_pos + (row - fs.first);
       const int ctx = pos + 1;
       const int kvh = h / group;
-      const float* qh = q + int64_t(row) * q_dim + int64_t(h) * hd;
+      const int64_t kv_off = int64_t(kvh) * hd;
       const std::vector<int>& table = *fs.block_table;
-      float mx = -INFINITY;
       for (int j = 0; j < ctx; ++j) {
         const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        const float d = int8 ? cpu::dot_f32_i8(qh, cache.k8(layer, slot) + int64_t(kvh) * hd, hd) *
-                                   cache.k_scale(layer, slot, kvh) * p.scale
-                             : cpu::dot_f32(qh, cache.k(layer, slot) + int64_t(kvh) * hd, hd) * p.scale;
-        sc[static_cast<size_t>(j)] = d;
-        mx = std::max(mx, d);
+        if (int8) {
+          krows8[j] = cache.k8(layer, slot) + kv_off;
+          vrows8[j] = cache.v8(layer, slot) + kv_off;
+          kscale[j] = cache.k_scale(layer, slot, kvh);
+          vscale[j] = cache.v_scale(layer, slot, kvh);
+        } else {
+          krows[j] = cache.k(layer, slot) + kv_off;
+          vrows[j] = cache.v(layer, slot) + kv_off;
+        }
       }
-      float sum = 0.f;
-      for (int j = 0; j < ctx; ++j) {
-        const float e = std::exp(sc[static_cast<size_t>(j)] - mx);
-        sc[static_cast<size_t>(j)] = e;
-        sum += e;
-      }
-      const float inv = 1.0f / sum;
-      float* o = out + int64_t(row) * q_dim + int64_t(h) * hd;
-      std::fill(o, o + hd, 0.f);
-      for (int j = 0; j < ctx; ++j) {
-        const float w = sc[static_cast<size_t>(j)] * inv;
-        sc[static_cast<size_t>(j)] = w;
-        const int64_t slot = int64_t(table[static_cast<size_t>(j / bs)]) * bs + j % bs;
-        if (int8) cpu::axpy_i8(o, w * cache.v_scale(layer, slot, kvh), cache.v8(layer, slot) + int64_t(kvh) * hd, hd);
-        else cpu::axpy(o, w, cache.v(layer, slot) + int64_t(kvh) * hd, hd);
-      }
+      const float* qh = q + int64_t(row) * q_dim + int64_t(h) * hd;
+      float* oh = out + int64_t(row) * q_dim + int64_t(h) * hd;
+      if (int8)
+        cpu::attend_head_i8(qh, krows8, kscale, vrows8, vscale, ctx, hd, p.scale, sc.data(), oh);
+      else
+        cpu::attend_head(qh, krows, vrows, ctx, hd, p.scale, sc.data(), oh);
       if (rec_seq == &fs)
         record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h].assign(sc.begin(), sc.begin() + ctx);
     }

@@ -29,6 +29,9 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
+  std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task
+  std::vector<std::vector<const int8_t*>> kv_rows8_; // the same over an int8 cache
+  std::vector<std::vector<float>> kv_scales_;        // per-thread K then V scales (int8 cache)
 };
 
 }  // namespace llmwb

@@ -36,6 +36,9 @@ struct V {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  static void hsum_n(const float* v, int n, float* out) {
+    for (int g = 0; g < n; ++g) out[g] = hsum(load(v + g * W));
+  }
   static reg load_f16(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }

@@ -1,0 +1,77 @@
+// attention.cpp — see attention.h. The portable path (any head size, any CPU) is the plain
+// loop over cpu::dot_f32 / cpu::axpy; with AVX-512 and head sizes a multiple of 16 the
+// register-resident kernel of attention_avx512.cpp runs instead (prefill spent about a
+// quarter of its time in the plain loop: a call, a serial 16-lane sum and an axpy whose
+// output row makes a store-to-load round trip per key).
+#include "backend/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
+
+namespace llmwb::cpu {
+
+namespace {
+
+void attend_head_plain(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                       float scale, float* probs, float* out) {
+  float mx = -INFINITY;
+  for (int j = 0; j < ctx; ++j) {
+    const float d = dot_f32(q, krows[j], hd) * scale;
+    probs[j] = d;
+    mx = std::max(mx, d);
+  }
+  float sum = 0.f;
+  for (int j = 0; j < ctx; ++j) {
+    const float e = std::exp(probs[j] - mx);
+    probs[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  std::fill(out, out + hd, 0.f);
+  for (int j = 0; j < ctx; ++j) {
+    const float w = probs[j] * inv;
+    probs[j] = w;
+    axpy(out, w, vrows[j], hd);
+  }
+}
+
+}  // namespace
+
+void attend_head_i8(const float* q, const int8_t* const* krows, const float* kscale, const int8_t* const* vrows,
+                    const float* vscale, int ctx, int hd, float scale, float* probs, float* out) {
+  float mx = -INFINITY;
+  for (int j = 0; j < ctx; ++j) {
+    const float d = dot_f32_i8(q, krows[j], hd) * kscale[j] * scale;
+    probs[j] = d;
+    mx = std::max(mx, d);
+  }
+  float sum = 0.f;
+  for (int j = 0; j < ctx; ++j) {
+    const float e = std::exp(probs[j] - mx);
+    probs[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  std::fill(out, out + hd, 0.f);
+  for (int j = 0; j < ctx; ++j) {
+    const float w = probs[j] * inv;
+    probs[j] = w;
+    axpy_i8(out, w * vscale[j], vrows[j], hd);
+  }
+}
+
+void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
+                 float* probs, float* out) {
+#if defined(__x86_64__)
+  if (hd % 16 == 0 && simd_level() == SimdLevel::Avx512) {
+    kernels::attend_head_avx512(q, krows, vrows, ctx, hd, scale, probs, out);
+    return;
+  }
+#endif
+  attend_head_plain(q, krows, vrows, ctx, hd, scale, probs, out);
+}
+
+}  // namespace llmwb::cpu
