@@ -15,11 +15,13 @@ namespace llmwb::cpu {
 
 namespace {
 
-void attend_head_plain(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
-                       float scale, float* probs, float* out) {
+// The portable loop, in the order attention.h states: score(j) is key j's scaled q.k, add_v(o,
+// w, j) adds w times value row j to o.
+template <class Score, class AddV>
+void attend_loop(int ctx, int hd, float* probs, float* out, Score score, AddV add_v) {
   float mx = -INFINITY;
   for (int j = 0; j < ctx; ++j) {
-    const float d = dot_f32(q, krows[j], hd) * scale;
+    const float d = score(j);
     probs[j] = d;
     mx = std::max(mx, d);
   }
@@ -34,33 +36,24 @@ void attend_head_plain(const float* q, const float* const* krows, const float* c
   for (int j = 0; j < ctx; ++j) {
     const float w = probs[j] * inv;
     probs[j] = w;
-    axpy(out, w, vrows[j], hd);
+    add_v(out, w, j);
   }
+}
+
+void attend_head_plain(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                       float scale, float* probs, float* out) {
+  attend_loop(
+      ctx, hd, probs, out, [&](int j) { return dot_f32(q, krows[j], hd) * scale; },
+      [&](float* o, float w, int j) { axpy(o, w, vrows[j], hd); });
 }
 
 }  // namespace
 
 void attend_head_i8(const float* q, const int8_t* const* krows, const float* kscale, const int8_t* const* vrows,
                     const float* vscale, int ctx, int hd, float scale, float* probs, float* out) {
-  float mx = -INFINITY;
-  for (int j = 0; j < ctx; ++j) {
-    const float d = dot_f32_i8(q, krows[j], hd) * kscale[j] * scale;
-    probs[j] = d;
-    mx = std::max(mx, d);
-  }
-  float sum = 0.f;
-  for (int j = 0; j < ctx; ++j) {
-    const float e = std::exp(probs[j] - mx);
-    probs[j] = e;
-    sum += e;
-  }
-  const float inv = 1.0f / sum;
-  std::fill(out, out + hd, 0.f);
-  for (int j = 0; j < ctx; ++j) {
-    const float w = probs[j] * inv;
-    probs[j] = w;
-    axpy_i8(out, w * vscale[j], vrows[j], hd);
-  }
+  attend_loop(
+      ctx, hd, probs, out, [&](int j) { return dot_f32_i8(q, krows[j], hd) * kscale[j] * scale; },
+      [&](float* o, float w, int j) { axpy_i8(o, w * vscale[j], vrows[j], hd); });
 }
 
 void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
