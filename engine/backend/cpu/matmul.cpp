@@ -6,10 +6,8 @@
 // same alone or in any batch. Splitting by output rows means no two threads ever write the
 // same y element and each weight byte is read by one thread only; which thread computes a
 // row does not change its bits either.
-// Quantized weight types go to qmatmul (integer dot products) before any of this.
-// Weight types the kernels do not decode themselves (kernels::KernelSet::handles) take the
-// generic path: a block of rows is decoded with dequantize_row into per-thread f32 scratch
-// and the F32 kernels run on it, which is batch-invariant in the same way.
+// The float kernels take F32 / F16 / BF16 weights; every quantized type goes to qmatmul
+// (integer dot products) before any of this.
 #include "backend/cpu/matmul.h"
 
 #include <cpuid.h>
@@ -86,39 +84,12 @@ constexpr int64_t kMinMacsPerChunk = 1 << 16;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Per-thread scratch that only grows, so that after the first call of the largest shape
-// there is no allocation on this path.
-// Slot 0 is the gemm kernel's, slot 1 holds the rows decoded by generic_rows.
-float* thread_scratch(int slot, int64_t floats) {
-  thread_local std::vector<float> scratch[2];
-  std::vector<float>& s = scratch[slot];
-  if (s.size() < static_cast<size_t>(floats)) s.resize(static_cast<size_t>(floats));
-  return s.data();
-}
-
-// Rows [r0, r1) of a weight type the kernels do not decode: blocks of rows are dequantized
-// into scratch and multiplied by the F32 kernels, the output columns offset to the block.
-void generic_rows(const kernels::KernelSet& ks, const kernels::MatmulArgs& a, bool use_gemm, int64_t r0,
-                  int64_t r1) {
-  const int64_t K = a.cols;
-  const int64_t block = kernels::gemm_block_rows(ks.gemm_block_floats > 0 ? ks.gemm_block_floats : 64 * K,
-                                                 ks.row_tile, K);
-  float* rows = thread_scratch(1, block * K);
-  float* gemm_scratch = use_gemm ? thread_scratch(0, ks.gemm_scratch_floats(K)) : nullptr;
-  kernels::MatmulArgs f = a;
-  f.dtype = DType::F32;
-  f.w = reinterpret_cast<const uint8_t*>(rows);
-  f.w_row_bytes = static_cast<uint64_t>(K) * sizeof(float);
-  for (int64_t b0 = r0; b0 < r1; b0 += block) {
-    const int64_t n = std::min(block, r1 - b0);
-    for (int64_t i = 0; i < n; ++i) dequantize_row(a.dtype, a.w + (b0 + i) * a.w_row_bytes, rows + i * K, K);
-    f.y = a.y + b0;
-    if (use_gemm) {
-      ks.gemm(f, 0, n, gemm_scratch);
-    } else {
-      ks.gemv(f, 0, n);
-    }
-  }
+// The gemm kernel's per-thread scratch, which only grows, so that after the first call of the
+// largest shape there is no allocation on this path.
+float* thread_scratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(floats)) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
 }
 
 }  // namespace
@@ -166,31 +137,27 @@ void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tok
   const int64_t macs_per_row = a.cols * n_tokens;
   const int64_t tile = use_gemm ? ks.row_tile : 4;
   const int64_t grain = round_up(std::max<int64_t>(tile, kMinMacsPerChunk / std::max<int64_t>(1, macs_per_row)), tile);
-  const bool native = ks.handles(a.dtype);
+  if (!ks.handles(a.dtype)) throw Error(W.name, std::string("matmul: no CPU kernel for ") + dtype_name(a.dtype));
 
   if (use_gemm) {
-    // x is packed once per call for all threads, in the layout of the dtype the kernel sees.
+    // x is packed once per call for all threads.
     // The buffer only grows, so after the first prefill of the largest size there is no
     // allocation on this path.
     thread_local std::vector<float> xp_buffer;
     const size_t xp_floats = static_cast<size_t>(ks.gemm_xp_floats(n_tokens, a.cols)) + 16;
     if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
     float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});
-    kernels::MatmulArgs pa = a;
-    pa.dtype = native ? a.dtype : DType::F32;
     const int64_t n_tiles = (n_tokens + ks.gemm_token_tile - 1) / ks.gemm_token_tile;
-    pool.parallel_for(n_tiles, [&](int64_t p0, int64_t p1) { ks.pack_x(pa, p0, p1, xp); });
+    pool.parallel_for(n_tiles, [&](int64_t p0, int64_t p1) { ks.pack_x(a, p0, p1, xp); });
     a.xp = xp;
   }
 
-  if (!native) {
-    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { generic_rows(ks, a, use_gemm, r0, r1); }, grain);
-  } else if (!use_gemm) {
+  if (!use_gemm) {
     pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.gemv(a, r0, r1); }, grain);
   } else {
     const int64_t scratch_floats = ks.gemm_scratch_floats(a.cols);
     pool.parallel_for(
-        rows, [&](int64_t r0, int64_t r1) { ks.gemm(a, r0, r1, thread_scratch(0, scratch_floats)); }, grain);
+        rows, [&](int64_t r0, int64_t r1) { ks.gemm(a, r0, r1, thread_scratch(scratch_floats)); }, grain);
   }
 }
 

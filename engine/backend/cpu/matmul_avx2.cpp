@@ -47,19 +47,6 @@ struct V {
     const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
   }
-  static reg load_i8(const uint8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
-  static reg nibbles(__m128i b) {
-    const __m256i q = _mm256_cvtepu8_epi32(_mm_and_si128(b, _mm_set1_epi8(0x0F)));
-    return _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8)));
-  }
-  static reg load_q4lo(const uint8_t* p) {
-    return nibbles(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  }
-  static reg load_q4hi(const uint8_t* p) {
-    return nibbles(_mm_srli_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), 4));
-  }
 };
 
 #include "backend/cpu/matmul_simd.inl"

@@ -85,19 +85,6 @@ struct V {
     const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
   }
-  static reg load_i8(const uint8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-  static reg nibbles(__m128i b) {
-    const __m512i q = _mm512_cvtepu8_epi32(_mm_and_si128(b, _mm_set1_epi8(0x0F)));
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(8)));
-  }
-  static reg load_q4lo(const uint8_t* p) {
-    return nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static reg load_q4hi(const uint8_t* p) {
-    return nibbles(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 4));
-  }
 };
 
 #include "backend/cpu/matmul_simd.inl"

@@ -31,8 +31,8 @@ struct MatmulArgs {
 
 struct KernelSet {
   const char* name;
-  // True for the weight types the kernels decode themselves; matmul.cpp decodes any other
-  // type into f32 rows first (dequantize_row) and runs the F32 kernels on them.
+  // True for the weight types these float kernels decode (F32 / F16 / BF16); quantized types
+  // never reach them (matmul.cpp routes them to qmatmul).
   bool (*handles)(DType dtype);
   // y[t][o] for o in [r0, r1), every token, reading the weights in place (decode, few tokens).
   void (*gemv)(const MatmulArgs& a, int64_t r0, int64_t r1);

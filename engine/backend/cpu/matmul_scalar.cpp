@@ -9,7 +9,6 @@ namespace llmwb::cpu::kernels {
 
 namespace {
 
-constexpr int kQK = 32;
 
 uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
@@ -48,27 +47,6 @@ float dot_row(DType dt, const uint8_t* row, const float* x, int64_t n) {
     case DType::BF16:
       for (int64_t k = 0; k < n; ++k) sum += bf16_to_fp32(load_u16(row + 2 * k)) * x[k];
       return sum;
-    case DType::Q8_0:
-      for (int64_t b = 0; b < n / kQK; ++b, row += 2 + kQK) {
-        const auto* q = reinterpret_cast<const int8_t*>(row + 2);
-        const float* xb = x + b * kQK;
-        float s = 0.0f;
-        for (int j = 0; j < kQK; ++j) s += static_cast<float>(q[j]) * xb[j];
-        sum += fp16_to_fp32(load_u16(row)) * s;
-      }
-      return sum;
-    case DType::Q4_0:
-      for (int64_t b = 0; b < n / kQK; ++b, row += 2 + kQK / 2) {
-        const uint8_t* qs = row + 2;
-        const float* xb = x + b * kQK;
-        float s = 0.0f;
-        for (int j = 0; j < kQK / 2; ++j) {
-          s += static_cast<float>((qs[j] & 0x0F) - 8) * xb[j];
-          s += static_cast<float>((qs[j] >> 4) - 8) * xb[j + kQK / 2];
-        }
-        sum += fp16_to_fp32(load_u16(row)) * s;
-      }
-      return sum;
     default: return sum;   // not handles(): never called
   }
 }
@@ -77,10 +55,8 @@ bool handles(DType dt) {
   switch (dt) {
     case DType::F32:
     case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0: return true;
-    default: return false;   // decoded by matmul.cpp with dequantize_row
+    case DType::BF16: return true;
+    default: return false;   // quantized types: qmatmul
   }
 }
 

@@ -30,7 +30,7 @@
 // GEMM (prefill): the same sums, register tiles of kGemmRows x kGemmTokens, blocked for the
 // caches (the GotoBLAS scheme, with lanes along k instead of along the output). x is packed
 // once per call by token tile and k-step (pack_x); a thread packs its rows a block at a time
-// (gemm_block_rows, f32 interleaved by k-step, decoded from f16/bf16/q8/q4 exactly as gemv
+// (gemm_block_rows, f32 interleaved by k-step, decoded from f16/bf16 exactly as gemv
 // decodes them) and sweeps every token tile over the block in k-chunks of kGemmKc columns,
 // keeping each tile's lane sums in L1 between chunks (chunk_tile) and reducing them at the
 // end (finish_tile). Storing and reloading a lane sum is exact, so the chunking is invisible
@@ -38,7 +38,6 @@
 
 using reg = typename V::reg;
 constexpr int W = V::W;
-constexpr int kQK = 32;
 
 constexpr int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -49,7 +48,7 @@ inline uint16_t load_u16(const uint8_t* p) {
 }
 
 // IEEE half to float with the F16C instruction both includers enable: the exact conversion
-// fp16_to_fp32 does, without a call per quantized block on the decode path.
+// fp16_to_fp32 does, inline on the decode path.
 inline float half_to_float(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 // One weight element, for the column tails that do not fill a vector.
@@ -78,28 +77,10 @@ inline reg load_weights(const uint8_t* row, int64_t k) {
   }
 }
 
-// Weights j..j+W-1 of one quantized block (j a multiple of W, below 32), unscaled.
-template <DType DT>
-inline reg load_block(const uint8_t* block, int j) {
-  if constexpr (DT == DType::Q8_0) {
-    return V::load_i8(block + 2 + j);
-  } else {
-    // Q4_0: byte i holds element i (low nibble) and element i + 16 (high nibble).
-    return j < kQK / 2 ? V::load_q4lo(block + 2 + j) : V::load_q4hi(block + 2 + j - kQK / 2);
-  }
-}
-
-constexpr bool is_quantized(DType dt) { return dt == DType::Q8_0 || dt == DType::Q4_0; }
-
 // Columns summed in lanes; the tail [lane_cols, K) is added one column at a time.
 template <DType DT>
 constexpr int64_t lane_cols(int64_t K) {
-  return is_quantized(DT) ? K : K / W * W;
-}
-
-template <DType DT>
-constexpr int64_t block_bytes() {
-  return DT == DType::Q8_0 ? 2 + kQK : 2 + kQK / 2;
+  return K / W * W;
 }
 
 // ---------------------------------------------------------------------- the dot-product tile
@@ -117,7 +98,7 @@ inline void dot_tile(const uint8_t* const* wr, const float* const* xt, int64_t K
     for (int j = 0; j < TT; ++j) acc[i][j] = V::zero();
 
   int64_t k = 0;
-  if constexpr (!is_quantized(DT)) {
+  {
     constexpr int64_t eb = DT == DType::F32 ? 4 : 2;   // bytes per weight
     for (; k + W <= K; k += W) {
       if (pf != nullptr && ((k * eb) & 63) == 0) {   // once per cache line of each row
@@ -134,28 +115,6 @@ inline void dot_tile(const uint8_t* const* wr, const float* const* xt, int64_t K
         for (int j = 0; j < TT; ++j) acc[i][j] = V::fma(w, xv[j], acc[i][j]);
       }
     }
-  } else {
-    // The block's scale is applied to the weights before the product (w = d * q), so the
-    // lanes see the same floats as pack_tile writes for the gemm.
-    constexpr int64_t bb = block_bytes<DT>();
-    for (int64_t b = 0; b < K / kQK; ++b) {
-      reg d[RR];
-#pragma GCC unroll 16
-      for (int i = 0; i < RR; ++i) d[i] = V::set1(half_to_float(wr[i] + b * bb));
-#pragma GCC unroll 4
-      for (int jj = 0; jj < kQK; jj += W) {
-        reg xv[TT];
-#pragma GCC unroll 16
-        for (int j = 0; j < TT; ++j) xv[j] = V::load(xt[j] + b * kQK + jj);
-#pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) {
-          const reg w = V::mul(load_block<DT>(wr[i] + b * bb, jj), d[i]);
-#pragma GCC unroll 16
-          for (int j = 0; j < TT; ++j) acc[i][j] = V::fma(w, xv[j], acc[i][j]);
-        }
-      }
-    }
-    k = K / kQK * kQK;   // quantized rows hold whole blocks: no tail
   }
 
   float res[RR][TT];
@@ -163,12 +122,10 @@ inline void dot_tile(const uint8_t* const* wr, const float* const* xt, int64_t K
   for (int i = 0; i < RR; ++i)
 #pragma GCC unroll 16
     for (int j = 0; j < TT; ++j) res[i][j] = V::hsum(acc[i][j]);
-  if constexpr (!is_quantized(DT)) {
-    for (; k < K; ++k) {
-      for (int i = 0; i < RR; ++i) {
-        const float w = weight_at<DT>(wr[i], k);
-        for (int j = 0; j < TT; ++j) res[i][j] = __builtin_fmaf(w, xt[j][k], res[i][j]);
-      }
+  for (; k < K; ++k) {
+    for (int i = 0; i < RR; ++i) {
+      const float w = weight_at<DT>(wr[i], k);
+      for (int j = 0; j < TT; ++j) res[i][j] = __builtin_fmaf(w, xt[j][k], res[i][j]);
     }
   }
   for (int j = 0; j < TT; ++j)
@@ -228,22 +185,12 @@ void gemv_dt(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 // Packs rr <= RR weight rows, columns [0, kv), as floats interleaved by k-step:
 // wp[s][i][l] = w[i][s * W + l], so that a tile reads its weights as one sequential stream.
-// The values are exactly those load_weights / load_block give dot_tile.
+// The values are exactly those load_weights gives dot_tile.
 template <DType DT>
 inline void pack_tile(const uint8_t* const* wr, int rr, int64_t kv, float* wp) {
   constexpr int RR = V::kGemmRows;
   for (int i = 0; i < rr; ++i) {
-    if constexpr (!is_quantized(DT)) {
-      for (int64_t k = 0; k < kv; k += W) V::store(wp + k * RR + i * W, load_weights<DT>(wr[i], k));
-    } else {
-      constexpr int64_t bb = block_bytes<DT>();
-      const uint8_t* blk = wr[i];
-      for (int64_t k = 0; k < kv; k += kQK, blk += bb) {
-        const reg d = V::set1(half_to_float(blk));
-#pragma GCC unroll 4
-        for (int j = 0; j < kQK; j += W) V::store(wp + (k + j) * RR + i * W, V::mul(load_block<DT>(blk, j), d));
-      }
-    }
+    for (int64_t k = 0; k < kv; k += W) V::store(wp + k * RR + i * W, load_weights<DT>(wr[i], k));
   }
 }
 
@@ -330,9 +277,7 @@ inline void finish_tile(const uint8_t* const* wr, const float* const* xt, int rr
   for (int i = 0; i < rr; ++i) {
     for (int j = 0; j < tt; ++j) {
       float r = whole ? sums[i * LT + j] : V::hsum(V::load(acc + (i * LT + j) * W));
-      if constexpr (!is_quantized(DT)) {
-        for (int64_t k = kv; k < K; ++k) r = __builtin_fmaf(weight_at<DT>(wr[i], k), xt[j][k], r);
-      }
+      for (int64_t k = kv; k < K; ++k) r = __builtin_fmaf(weight_at<DT>(wr[i], k), xt[j][k], r);
       y[j * ys + i] = r;
     }
   }
@@ -350,7 +295,7 @@ void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
   constexpr int RR = V::kGemmRows, TT = V::kGemmTokens;
   constexpr int64_t tile_floats = int64_t{RR} * TT * W;
   const int64_t K = a.cols, T = a.n_tokens, ys = a.y_stride;
-  // Columns summed in lanes; [kv, K) is the tail (none for quantized rows, whole blocks).
+  // Columns summed in lanes; [kv, K) is the tail.
   const int64_t kv = lane_cols<DT>(K);
   const int64_t mc = block_rows(K);
   // Vectors aligned to cache lines: a load that splits two lines costs two.
@@ -415,7 +360,7 @@ inline int64_t gemm_xp_floats(int64_t n_tokens, int64_t cols) {
 inline void pack_x(const MatmulArgs& a, int64_t tile0, int64_t tile1, float* xp) {
   constexpr int TT = V::kGemmTokens;
   const int64_t K = a.cols;
-  const int64_t kv = is_quantized(a.dtype) ? K : K / W * W;   // as lane_cols<a.dtype>
+  const int64_t kv = K / W * W;   // as lane_cols
   for (int64_t p = tile0; p < tile1; ++p) {
     float* dst = xp + p * kv * TT;
     const int tt = static_cast<int>(imin(TT, a.n_tokens - p * TT));
@@ -432,10 +377,8 @@ inline bool handles(DType dt) {
   switch (dt) {
     case DType::F32:
     case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0: return true;
-    default: return false;   // decoded by matmul.cpp with dequantize_row
+    case DType::BF16: return true;
+    default: return false;   // quantized types: qmatmul
   }
 }
 
@@ -444,8 +387,6 @@ inline void gemv(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::F32: gemv_dt<DType::F32>(a, r0, r1); return;
     case DType::F16: gemv_dt<DType::F16>(a, r0, r1); return;
     case DType::BF16: gemv_dt<DType::BF16>(a, r0, r1); return;
-    case DType::Q8_0: gemv_dt<DType::Q8_0>(a, r0, r1); return;
-    case DType::Q4_0: gemv_dt<DType::Q4_0>(a, r0, r1); return;
     default: return;   // not handles(): never called
   }
 }
@@ -455,8 +396,6 @@ inline void gemm(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
     case DType::F32: gemm_dt<DType::F32>(a, r0, r1, scratch); return;
     case DType::F16: gemm_dt<DType::F16>(a, r0, r1, scratch); return;
     case DType::BF16: gemm_dt<DType::BF16>(a, r0, r1, scratch); return;
-    case DType::Q8_0: gemm_dt<DType::Q8_0>(a, r0, r1, scratch); return;
-    case DType::Q4_0: gemm_dt<DType::Q4_0>(a, r0, r1, scratch); return;
     default: return;   // not handles(): never called
   }
 }
