@@ -130,7 +130,6 @@ int64_t full_blocks(DType t, int64_t cols) {
     case DType::INT8_ASYM_ROW:
     case DType::INT4_G32: return cols / kQB;
     case DType::INT4_G128: return cols / 128 * 4;
-    case DType::Q6_K: return 0;   // always unpacked (no in-register decoder yet)
     default: return cols / kQB;   // GGUF block types: rows are whole blocks
   }
 }

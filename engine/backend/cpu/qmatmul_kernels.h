@@ -48,7 +48,7 @@ struct QArgs {
 };
 
 // One weight block, unpacked (the portable decoder; the SIMD kernels use it for partial
-// blocks and Q6_K, and decode the other full blocks in registers to the same values).
+// blocks and decode the full blocks in registers to the same values).
 struct QBlock {
   alignas(32) int8_t q[kQB];
   float d_lo, d_hi, m;

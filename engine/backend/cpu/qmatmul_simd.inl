@@ -7,8 +7,7 @@
 // <cstdint> and qmatmul_kernels.h.
 //
 // The weights are read in place: each full block is decoded in registers to the integers
-// q of qmatmul_blocks.cpp (partial blocks and Q6_K go through unpack_block, to the same
-// values), and multiplied with the int8 activation block: unsigned q directly, signed q with
+// q of qmatmul_blocks.cpp (partial blocks go through unpack_block, to the same values), and multiplied with the int8 activation block: unsigned q directly, signed q with
 // the sign trick (|q| times qx with q's sign, |q| <= 128 and |qx| <= 127, so maddubs cannot
 // saturate). The integer lanes are exact; what is summed in float, per output and always in
 // this order, is:
@@ -59,9 +58,46 @@ struct WBlock {
   float m;
 };
 
-// Full block b of a row, decoded in registers to the values unpack_block gives.
+// The scales of a k-quant super-block, decoded once when its first block is (decode with
+// b % 8 == 0) and read by its eight blocks: no per-block bit fiddling or fp16 conversion.
+struct KScales {
+  float d[16];   // Q4_K/Q5_K: d * sc[j] for block j; Q6_K: d * sc[i] for each 16 elements
+  float m[8];    // Q4_K/Q5_K: -(dmin * mn[j])
+};
+
+// Eight 6-bit scales and eight 6-bit mins from the 12 packed bytes at src + 4 (layout as in
+// k4_scale_min, tensor.cpp), all at once in three 32-bit words: scales 0-3 and mins 0-3 are
+// the low 6 bits of bytes 0-3 / 4-7; scales 4-7 and mins 4-7 take the low / high nibbles of
+// bytes 8-11 and the top 2 bits of bytes 0-3 / 4-7. The products equal unpack_block's.
+inline void k_scales_q45(const uint8_t* src, KScales* ks) {
+  uint32_t w0, w1, w2;
+  __builtin_memcpy(&w0, src + 4, 4);
+  __builtin_memcpy(&w1, src + 8, 4);
+  __builtin_memcpy(&w2, src + 12, 4);
+  const uint64_t sc = uint64_t{w0 & 0x3F3F3F3Fu} |
+                      uint64_t{(w2 & 0x0F0F0F0Fu) | (((w0 >> 6) & 0x03030303u) << 4)} << 32;
+  const uint64_t mn = uint64_t{w1 & 0x3F3F3F3Fu} |
+                      uint64_t{((w2 >> 4) & 0x0F0F0F0Fu) | (((w1 >> 6) & 0x03030303u) << 4)} << 32;
+  const __m128 dm = half_pair(src);
+  const __m256 fs = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+  const __m256 fm = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
+  _mm256_storeu_ps(ks->d, _mm256_mul_ps(_mm256_broadcastss_ps(dm), fs));
+  const __m256 mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dm)), fm);
+  _mm256_storeu_ps(ks->m, _mm256_xor_ps(mins, _mm256_set1_ps(-0.0f)));   // exact negation
+}
+
+// Sixteen int8 scales at src + 192 times the fp16 d at src + 208.
+inline void k_scales_q6(const uint8_t* src, KScales* ks) {
+  const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192));
+  const __m256 d = _mm256_set1_ps(half_at(src + 208));
+  _mm256_storeu_ps(ks->d, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+  _mm256_storeu_ps(ks->d + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+}
+
+// Full block b of a row, decoded in registers to the values unpack_block gives. Blocks of a
+// k-quant super-block are decoded in order from its first, which fills *ks.
 template <DType DT>
-inline void decode(const uint8_t* row, int64_t b, WBlock* w) {
+inline void decode(const uint8_t* row, int64_t b, WBlock* w, KScales* ks) {
   if constexpr (DT == DType::INT8_ROW) {
     w->q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 4 + b * kQBytes));
   } else if constexpr (DT == DType::INT8_ASYM_ROW) {
@@ -93,6 +129,7 @@ inline void decode(const uint8_t* row, int64_t b, WBlock* w) {
     constexpr bool five = DT == DType::Q5_K;
     const int j = static_cast<int>(b & 7);
     const uint8_t* src = row + (b >> 3) * (five ? 176 : 144);
+    if (j == 0) k_scales_q45(src, ks);
     const uint8_t* qs = src + (five ? 48 : 16) + 32 * (j >> 1);
     __m256i q = nibbles_of_32(qs, (j & 1) != 0);
     if constexpr (five) {
@@ -101,10 +138,20 @@ inline void decode(const uint8_t* row, int64_t b, WBlock* w) {
       q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
     }
     w->q = q;
-    int sc, mn;
-    k4_scale_min(j, src + 4, &sc, &mn);
-    w->d = _mm256_set1_ps(half_at(src) * static_cast<float>(sc));
-    w->m = -(half_at(src + 2) * static_cast<float>(mn));
+    w->d = _mm256_set1_ps(ks->d[j]);
+    w->m = ks->m[j];
+  } else if constexpr (DT == DType::Q6_K) {
+    // Block j of the super-block: half n = j / 4 (128 elements), quarter k = j % 4. Low 4
+    // bits from the low (k < 2) or high nibbles of ql[64 n + 32 (k & 1) ...], top 2 bits
+    // from qh[32 n ...] >> 2 k, minus 32; scales 2 j and 2 j + 1 for the two halves.
+    const int j = static_cast<int>(b & 7), n = j >> 2, k = j & 3;
+    const uint8_t* src = row + (b >> 3) * 210;
+    if (j == 0) k_scales_q6(src, ks);
+    const __m256i lo = nibbles_of_32(src + 64 * n + 32 * (k & 1), (k & 2) != 0);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 128 + 32 * n));
+    const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+    w->q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
+    w->d = _mm256_set_m128(_mm_broadcast_ss(&ks->d[2 * j + 1]), _mm_broadcast_ss(&ks->d[2 * j]));
   }
 }
 
@@ -169,6 +216,7 @@ inline void tile1(const QArgs& a, int64_t nfull, int64_t r, int64_t t0) {
   };
 
   WBlock w[RR] = {};   // fields a dtype does not use stay zero
+  KScales ks[RR];
   // Software prefetch of the same block in the rows of the next tile (RR rows further on):
   // the decode does enough work per byte that the hardware prefetchers alone leave DRAM
   // latency exposed, and a row (1-2 KB) is too short for a fixed distance within it.
@@ -178,7 +226,7 @@ inline void tile1(const QArgs& a, int64_t nfull, int64_t r, int64_t t0) {
 #pragma GCC unroll 8
     for (int i = 0; i < RR; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(row[i] + ahead + b * bytes_per_block), _MM_HINT_T0);
-      decode<DT>(row[i], b, &w[i]);
+      decode<DT>(row[i], b, &w[i], &ks[i]);
     }
     accumulate(b, w);
   }
@@ -267,13 +315,14 @@ inline void tile_row_pairs(const QArgs& a, int64_t nfull, int64_t r, int64_t t0)
   };
 
   WBlock w[RR] = {};
+  KScales ks[RR];
   const int64_t bytes_per_block = static_cast<int64_t>(a.w_row_bytes) / a.nb;
   const int64_t ahead = RR * static_cast<int64_t>(a.w_row_bytes);
   for (int64_t b = 0; b < nfull; ++b) {
 #pragma GCC unroll 8
     for (int i = 0; i < RR; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(row[i] + ahead + b * bytes_per_block), _MM_HINT_T0);
-      decode<DT>(row[i], b, &w[i]);
+      decode<DT>(row[i], b, &w[i], &ks[i]);
     }
     accumulate(b, w);
   }
