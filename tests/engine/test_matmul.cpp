@@ -12,6 +12,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
+#include "support/simd_levels.h"
 
 namespace llmwb {
 namespace {
@@ -66,25 +67,8 @@ std::vector<float> abs_sums(const TensorView& W, const std::vector<float>& x, in
   return s;
 }
 
-std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> out;
-  const SimdLevel saved = cpu::simd_level();
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
-    cpu::set_simd_level(l);
-    if (cpu::simd_level() == l) out.push_back(l);
-  }
-  cpu::set_simd_level(saved);
-  return out;
-}
-
-class SimdLevelGuard {
- public:
-  explicit SimdLevelGuard(SimdLevel l) : saved_(cpu::simd_level()) { cpu::set_simd_level(l); }
-  ~SimdLevelGuard() { cpu::set_simd_level(saved_); }
-
- private:
-  SimdLevel saved_;
-};
+using test::available_levels;
+using test::SimdLevelGuard;
 
 void expect_matches_reference(ThreadPool& pool, SimdLevel level, DType dt, int64_t N, int64_t K, int64_t T,
                               uint32_t seed, int misalign = 0) {

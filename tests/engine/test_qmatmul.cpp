@@ -14,6 +14,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
+#include "support/simd_levels.h"
 
 namespace llmwb {
 namespace {
@@ -76,25 +77,8 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
   return v;
 }
 
-std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> out;
-  const SimdLevel saved = cpu::simd_level();
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
-    cpu::set_simd_level(l);
-    if (cpu::simd_level() == l) out.push_back(l);
-  }
-  cpu::set_simd_level(saved);
-  return out;
-}
-
-class SimdLevelGuard {
- public:
-  explicit SimdLevelGuard(SimdLevel l) : saved_(cpu::simd_level()) { cpu::set_simd_level(l); }
-  ~SimdLevelGuard() { cpu::set_simd_level(saved_); }
-
- private:
-  SimdLevel saved_;
-};
+using test::available_levels;
+using test::SimdLevelGuard;
 
 int64_t smallest_k(DType dt) { return dt == DType::Q4_K || dt == DType::Q5_K || dt == DType::Q6_K ? 256 : 32; }
 
