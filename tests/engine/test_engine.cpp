@@ -26,24 +26,10 @@ EngineConfig stories(int threads = 2) {
   return c;
 }
 
-// Writes a random-weight GGUF model of the given shape into a scratch folder; returns its path.
+// A random-weight model of the given shape in the engine tests' scratch space.
 std::string make_test_model(const std::string& name, int dim, int hidden, int heads, int kv_heads, int vocab,
                             DType dtype, uint64_t seed) {
-  ModelMakerOptions o;
-  o.config.name = name;
-  o.config.dim = dim;
-  o.config.hidden_dim = hidden;
-  o.config.n_layers = 2;
-  o.config.n_heads = heads;
-  o.config.n_kv_heads = kv_heads;
-  o.config.head_dim = dim / heads;
-  o.config.vocab_size = vocab;
-  o.config.max_seq_len = 256;
-  o.dtype = dtype;
-  o.seed = seed;
-  o.out = test::scratch_dir("engine_" + name + "_" + dtype_name(dtype)) + "/m.gguf";
-  make_model(o);
-  return o.out;
+  return test::make_test_model("engine", name, dim, hidden, heads, kv_heads, vocab, dtype, seed);
 }
 
 const std::string& random_model_path() {

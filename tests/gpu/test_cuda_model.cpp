@@ -22,21 +22,8 @@ using namespace llmwb::test;
 namespace {
 
 std::string make_random_model(DType dtype, int dim, int hidden, int heads, int kv_heads, int vocab, uint64_t seed) {
-  ModelMakerOptions o;
-  o.config.name = "gpu-random";
-  o.config.dim = dim;
-  o.config.hidden_dim = hidden;
-  o.config.n_layers = 2;
-  o.config.n_heads = heads;
-  o.config.n_kv_heads = kv_heads;
-  o.config.head_dim = dim / heads;
-  o.config.vocab_size = vocab;
-  o.config.max_seq_len = 512;
-  o.dtype = dtype;
-  o.seed = seed;
-  o.out = scratch_dir(std::string("gpu_model_") + dtype_name(dtype) + "_" + std::to_string(dim)) + "/m.gguf";
-  make_model(o);
-  return o.out;
+  return make_test_model("gpu_model", "gpu-random-" + std::to_string(dim), dim, hidden, heads, kv_heads, vocab, dtype,
+                         seed, 512);
 }
 
 // Two sequences on two runners step by step: a 20-token and a 3-token prefill in one batch,

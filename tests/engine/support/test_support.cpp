@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "model/model_maker.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +37,25 @@ void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::string make_test_model(const std::string& prefix, const std::string& name, int dim, int hidden, int heads,
+                            int kv_heads, int vocab, DType dtype, uint64_t seed, int max_seq_len) {
+  ModelMakerOptions o;
+  o.config.name = name;
+  o.config.dim = dim;
+  o.config.hidden_dim = hidden;
+  o.config.n_layers = 2;
+  o.config.n_heads = heads;
+  o.config.n_kv_heads = kv_heads;
+  o.config.head_dim = dim / heads;
+  o.config.vocab_size = vocab;
+  o.config.max_seq_len = max_seq_len;
+  o.dtype = dtype;
+  o.seed = seed;
+  o.out = scratch_dir(prefix + "_" + name + "_" + dtype_name(dtype)) + "/m.gguf";
+  make_model(o);
+  return o.out;
 }
 
 }  // namespace llmwb::test
