@@ -32,7 +32,18 @@ namespace {
 constexpr int kQKK = 256;
 constexpr int kScalesK = 12;
 
-int round_clamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::nearbyint(v)), lo, hi); }
+// round-half-to-even of v clamped to [lo, hi], as std::clamp(nearbyint(v), lo, hi) gives, but
+// inline: nearbyint is a library call on baseline x86-64 and this runs ~180 times per weight
+// in the scale search. Clamping first keeps the float-to-int conversion defined for any v
+// (huge, infinite or NaN, which maps to lo); within the clamp range adding and subtracting
+// 1.5 * 2^23 rounds to nearest even exactly.
+inline int round_clamp(float v, int lo, int hi) {
+  const auto flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const float up = v > flo ? v : flo;   // NaN -> lo; the select forms map to maxps / minps
+  const float c = up < fhi ? up : fhi;
+  constexpr float kMagic = 12582912.0f;
+  return static_cast<int>((c + kMagic) - kMagic);
+}
 
 void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
@@ -65,16 +76,28 @@ void affine_round(const float* x, int n, int nmax, Affine f, uint8_t* q) {
   for (int i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(round_clamp((x[i] - f.b) * inv, 0, nmax));
 }
 
+// The sums of the normal equations that do not depend on the codes: sum w and sum w x.
+struct AffineSums {
+  double sw = 0, sx = 0;
+};
+AffineSums affine_sums(const float* x, const float* w, int n) {
+  AffineSums s;
+  for (int i = 0; i < n; ++i) {
+    s.sw += w[i];
+    s.sx += w[i] * x[i];
+  }
+  return s;
+}
+
 // The (a, b) minimising sum w (a q + b - x)^2 for fixed codes q, with b <= 0 and a >= 0.
 // Returns false when the codes cannot determine a scale (all equal).
-bool affine_solve(const float* x, const float* w, const uint8_t* q, int n, Affine* out) {
-  double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+bool affine_solve(const float* x, const float* w, const uint8_t* q, int n, const AffineSums& fixed, Affine* out) {
+  const double sw = fixed.sw, sx = fixed.sx;
+  double sq = 0, sqq = 0, sqx = 0;
   for (int i = 0; i < n; ++i) {
     const double qi = q[i];
-    sw += w[i];
     sq += w[i] * qi;
     sqq += w[i] * qi * qi;
-    sx += w[i] * x[i];
     sqx += w[i] * qi * x[i];
   }
   const double det = sw * sqq - sq * sq;
@@ -108,6 +131,7 @@ Affine fit_affine(const float* x, const float* w, int n, int nmax, KQuantFit fit
   affine_round(x, n, nmax, best, q);
   if (fit == KQuantFit::MinMax) return best;
   float best_err = affine_error(x, w, q, n, best);
+  const AffineSums fixed = affine_sums(x, w, n);   // the same for every candidate
   uint8_t cand[32], cand2[32];
   // Candidate inverse scales (nmax + t) / (hi - lo) for t in [-1, +1.5]: below nmax leaves
   // headroom, above clips the extremes slightly for finer steps elsewhere.
@@ -115,11 +139,11 @@ Affine fit_affine(const float* x, const float* w, int n, int nmax, KQuantFit fit
     const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / (hi - lo);
     for (int i = 0; i < n; ++i) cand[i] = static_cast<uint8_t>(round_clamp((x[i] - lo) * iscale, 0, nmax));
     Affine f;
-    if (!affine_solve(x, w, cand, n, &f)) continue;
+    if (!affine_solve(x, w, cand, n, fixed, &f)) continue;
     // One Lloyd step: re-round with the solved parameters and solve again.
     affine_round(x, n, nmax, f, cand2);
     Affine g;
-    if (affine_solve(x, w, cand2, n, &g)) {
+    if (affine_solve(x, w, cand2, n, fixed, &g)) {
       affine_round(x, n, nmax, g, cand2);
       const float eg = affine_error(x, w, cand2, n, g);
       if (eg < best_err) {
