@@ -90,6 +90,20 @@ TINY="$MODELS/tinyllama-1.1b-f16.gguf"
 make_model "$TINY" --arch tinyllama-1.1b
 bench_model tinyllama-1.1b-f16 "$TINY"
 bench_model tinyllama-1.1b-int8 "$TINY" --quantize int8
+# The whole decode loop against Hugging Face transformers' generate on the same weights (the
+# same --arch and seed written as a Hugging Face folder), when transformers is installed there.
+TINY_HF="$MODELS/tinyllama-1.1b-f16-hf"
+if python3 -c "import transformers, torch" 2> /dev/null; then
+  [ -f "$TINY_HF/config.json" ] || { log "make-model (Hugging Face folder)";
+    timeout 300 "$CLI" make-model --arch tinyllama-1.1b --dtype f16 --format safetensors "${TOKENIZER[@]}" \
+      --out "$TINY_HF" >> "$OUT/bench.log" 2>&1; }
+  log "transformers generate (tinyllama-1.1b-f16)"
+  echo "===== hf-generate tinyllama-1.1b-f16" >> "$OUT/bench.log"
+  PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/hf_generate_bench.py "$TINY_HF" 128 3 >> "$OUT/bench.log" 2>&1 ||
+    echo "===== hf-generate failed" >> "$OUT/bench.log"
+else
+  log "transformers not importable: no Hugging Face generate baseline"
+fi
 log "serve-bench (throughput at 1, 8, 64, 256 sequences)"
 echo "===== serve-bench tinyllama-1.1b-f16" >> "$OUT/bench.log"
 timeout 240 "$CLI" serve-bench --backend cuda --model "$TINY" --concurrency 1,8,64,256 --input-len 32 --output-len 64 \

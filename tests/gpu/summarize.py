@@ -83,6 +83,19 @@ def main():
             summary["engine"][f"{model} {r.get('test')}"] = entry
     lines.append("")
 
+    # The whole decode loop against transformers' generate on the same weights.
+    for sec, arr in logs.items():
+        if not sec.startswith("hf-generate ") or not arr:
+            continue
+        model = sec[len("hf-generate "):]
+        hf = arr[0].get("median_ts", 0)
+        ours = next((r.get("median_ts", 0) for r in logs.get(f"bench {model}", []) if r.get("n_gen", 0) > 0), 0)
+        summary["engine"][f"{model} hf-generate"] = {"tok_s": hf, "llmwb_tok_s": ours, "backend": arr[0].get("backend")}
+        lines += ["| decode loop, batch 1 | tok/s |", "|---|---:|",
+                  f"| llmwb {model} tg | {ours:.1f} |",
+                  f"| {arr[0].get('backend', 'transformers')} | {hf:.1f} |",
+                  f"| llmwb / transformers | {ours / hf if hf else 0:.2f}x |", ""]
+
     sb = logs.get("serve-bench tinyllama-1.1b-f16", [])
     if sb:
         base = sb[0].get("decode_tokens_per_s", 0)
