@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "llmwb_kernels.h"
 
@@ -322,6 +323,23 @@ cudaError_t launch_decode(const float* q, const float* k, const float* v, const 
   return cudaGetLastError();
 }
 
+// Calls f(std::integral_constant<int, nc>) for nc = head_dim / 32 in 1..8 (the kernels'
+// compile-time output dims per lane); other values: cudaErrorInvalidValue (tiled_ok excludes them).
+template <class F>
+cudaError_t with_head_chunks(int nc, F&& f) {
+  switch (nc) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 // A batch of single-token tiles (pure decode) with GQA groups of at most 2 heads.
 bool use_decode_kernel(const AttentionBatch& b, const AttentionShape& sh) {
   return b.n_tiles == b.n_rows && sh.n_heads / sh.n_kv_heads <= 2;
@@ -342,32 +360,12 @@ cudaError_t attention(const float* q, const float* k_layer, const float* v_layer
   if (b.n_rows <= 0) return cudaSuccess;
   if (!tiled_ok(sh)) return attention_naive(q, k_layer, v_layer, b, sh, out, nullptr, 0, 0, 0, s);
   const Split sp = choose_split(b, sh, num_sms);
-  cudaError_t e = cudaErrorInvalidValue;
-  if (use_decode_kernel(b, sh)) {
-    switch (sh.head_dim / 32) {
-      case 1: e = launch_decode<1>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 2: e = launch_decode<2>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 3: e = launch_decode<3>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 4: e = launch_decode<4>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 5: e = launch_decode<5>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 6: e = launch_decode<6>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 7: e = launch_decode<7>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 8: e = launch_decode<8>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      default: break;
-    }
-  } else {
-    switch (sh.head_dim / 32) {
-      case 1: e = launch_tiled<1>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 2: e = launch_tiled<2>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 3: e = launch_tiled<3>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 4: e = launch_tiled<4>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 5: e = launch_tiled<5>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 6: e = launch_tiled<6>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 7: e = launch_tiled<7>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      case 8: e = launch_tiled<8>(q, k_layer, v_layer, b, sh, sp, workspace, s); break;
-      default: break;
-    }
-  }
+  const bool decode = use_decode_kernel(b, sh);
+  const cudaError_t e = with_head_chunks(sh.head_dim / 32, [&](auto nc) {
+    constexpr int NC = decltype(nc)::value;
+    return decode ? launch_decode<NC>(q, k_layer, v_layer, b, sh, sp, workspace, s)
+                  : launch_tiled<NC>(q, k_layer, v_layer, b, sh, sp, workspace, s);
+  });
   if (e != cudaSuccess) return e;
   attention_combine_kernel<<<dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)),
                              static_cast<unsigned>(sh.head_dim), 0, s>>>(workspace, sh.n_heads, sh.head_dim, sp.n,
