@@ -161,6 +161,8 @@ void BenchMode::next_generation() {
     gui_cpu_start_ = this_thread_cpu_seconds();
     wall_start_ = wall_seconds();
     draws_start_ = bench_.window().throughput_chart()->draw_count();
+    deliveries_start_ = bench_.mailbox().deliveries();
+    wakeups_start_ = bench_.mailbox().wakeups();
     threads_start_ = thread_cpu_by_name();
     if (options_.count_paints) qApp->installEventFilter(this);
   }
@@ -194,6 +196,11 @@ void BenchMode::report() {
   j["throughput_chart_draws"] = double(draws);
   j["throughput_chart_draws_per_s"] = wall > 0 ? double(draws) / wall : 0.0;
   j["throughput_chart_last_draw_ms"] = w.throughput_chart()->pacer().last_cost_ms();
+  // Engine -> GUI deliveries (and the wake-ups behind them): near the frame rate at any speed.
+  const long deliveries = bench_.mailbox().deliveries() - deliveries_start_;
+  const long wakeups = bench_.mailbox().wakeups() - wakeups_start_;
+  j["mailbox_deliveries_per_s"] = wall > 0 ? double(deliveries) / wall : 0.0;
+  j["mailbox_wakeups_per_s"] = wall > 0 ? double(wakeups) / wall : 0.0;
   if (options_.count_paints) {
     qApp->removeEventFilter(this);
     QJsonObject paints;

@@ -61,6 +61,7 @@ class BenchMode : public QObject {
   double gui_cpu_start_ = 0.0;
   double wall_start_ = 0.0;
   long draws_start_ = 0;
+  long deliveries_start_ = 0, wakeups_start_ = 0;
   std::map<std::string, double> threads_start_;
   struct PaintCount {
     long events = 0;
