@@ -1,11 +1,11 @@
 // engine_worker.h — the Engine in its own thread.
 //
 // EngineWorker is a QObject moved to a dedicated QThread. It owns the llmwb::Engine and runs
-// its step loop one step per event-loop turn, so requests, aborts and configuration changes
-// (queued slot calls) are handled between two steps: an abort is honoured before the next
-// step. Token deltas and telemetry leave through a FrameMailbox (frame_mailbox.h): the
-// engine thread appends each step's results to it and the GUI thread empties it at most once
-// per frame, so a fast model neither floods the GUI thread nor pays a queued signal per step.
+// its step loop in slices (steps back to back for up to kSliceMs, one slice per event-loop
+// turn), so requests, aborts and configuration changes (queued slot calls) are handled
+// between two slices: an abort is honoured within a slice. Token deltas and telemetry leave
+// through a FrameMailbox (frame_mailbox.h): the engine thread appends each step's results to
+// it and the GUI thread empties it at most once per frame, so a fast model neither floods the GUI thread nor pays a queued signal per step.
 // Everything else (load progress, experiments, quantization reports) leaves as queued
 // signals. The GUI thread never runs a forward pass.
 #pragma once
@@ -82,8 +82,13 @@ class EngineWorker : public QObject {
     bool first_sent = false;
   };
 
+  // Longest run of back-to-back steps between two turns of the worker's event loop.
+  static constexpr int kSliceMs = 2;
+
   void schedule_step();
-  void run_step();
+  void run_steps();
+  // One engine step, its results posted; false when no work is left (or the step failed).
+  bool run_step();
   // The step's news for `a` as a delta (no tokens if none, finished if the request ended);
   // `first_token` is set when it carries the generation's first token. Erases nothing.
   ui::TokenDelta absorb(Active& a, const RequestOutput& out, bool& first_token);
