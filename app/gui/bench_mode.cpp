@@ -11,6 +11,7 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -167,6 +168,18 @@ void BenchMode::next_generation() {
     if (options_.count_paints) qApp->installEventFilter(this);
   }
   bench_.window().completion_view()->generate();
+  if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
+    // 40 % into the generation at the measured speed: the charts and text mid-stream.
+    const int after_ms = std::max(1, int(400.0 * engine_seconds_ / std::max(1, done_)));
+    QTimer::singleShot(after_ms, this, [this] {
+      ui::MainWindow& w = bench_.window();
+      const bool streaming = w.completion_view()->is_generating();
+      if (!w.grab().save(options_.screenshot))
+        QTextStream(stderr) << "llmwb --bench-gui: cannot write " << options_.screenshot << "\n";
+      else if (!streaming)
+        QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
+    });
+  }
 }
 
 void BenchMode::on_finished(int tokens, double total_time, bool error) {

@@ -28,6 +28,7 @@ struct BenchOptions {
   int threads = 0;           // engine threads; 0 = the application's automatic choice
   QString view = "throughput";  // dock raised: throughput, kv, timeline, attention, or none
   bool count_paints = false;     // report paint events by widget class (an event filter)
+  QString screenshot;            // PNG of the window while the middle generation streams ("": none)
 };
 
 // The headless baseline: prints the JSON line and returns the process exit code.
