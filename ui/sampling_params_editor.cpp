@@ -89,19 +89,22 @@ void SamplingParamsEditor::set_params(const SamplingParams& p) {
   seed_->setText(QString::number(p.seed.value_or(42)));
 }
 
+namespace {
+const char* const kSavedKeys[] = {"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                                  "max_tokens", "fixed_seed", "seed"};
+}  // namespace
+
 void SamplingParamsEditor::save(const QString& group) const {
+  const SamplingParams p = params();
+  const QVariantList values = {p.temperature, p.top_p, p.top_k, p.min_p, p.repetition_penalty,
+                               p.max_tokens, fixed_seed_->isChecked(), seed_->text()};
+  auto last = saved_.constFind(group);
+  if (last != saved_.constEnd() && *last == values) return;
   QSettings s;
   s.beginGroup(group);
-  const SamplingParams p = params();
-  s.setValue("temperature", p.temperature);
-  s.setValue("top_p", p.top_p);
-  s.setValue("top_k", p.top_k);
-  s.setValue("min_p", p.min_p);
-  s.setValue("repetition_penalty", p.repetition_penalty);
-  s.setValue("max_tokens", p.max_tokens);
-  s.setValue("fixed_seed", fixed_seed_->isChecked());
-  s.setValue("seed", seed_->text());
+  for (int i = 0; i < values.size(); ++i) s.setValue(kSavedKeys[i], values[i]);
   s.endGroup();
+  saved_[group] = values;
 }
 
 void SamplingParamsEditor::restore(const QString& group) {

@@ -2,6 +2,8 @@
 // min-p, repetition penalty, max tokens, seed), shared by the completion and chat views.
 #pragma once
 
+#include <QMap>
+#include <QVariant>
 #include <QWidget>
 
 #include "llmwb/sampling_params.h"
@@ -21,7 +23,9 @@ class SamplingParamsEditor : public QWidget {
 
   SamplingParams params() const;
   void set_params(const SamplingParams& p);
-  // Persisted under `group` in QSettings.
+  // Persisted under `group` in QSettings; saving again what this editor last saved there
+  // writes nothing (every Generate saves, and a QSettings write syncs the file under a
+  // lock: milliseconds of GUI time per generation for nothing).
   void save(const QString& group) const;
   void restore(const QString& group);
 
@@ -34,6 +38,7 @@ class SamplingParamsEditor : public QWidget {
   QSpinBox* max_tokens_;
   QCheckBox* fixed_seed_;
   QLineEdit* seed_;
+  mutable QMap<QString, QVariantList> saved_;  // by group: the values last saved
 };
 
 }  // namespace llmwb::ui

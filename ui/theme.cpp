@@ -5,6 +5,8 @@
 #include <QStyle>
 #include <QStyleFactory>
 
+#include "flat_scroll_bar_style.h"
+
 namespace llmwb::ui {
 
 namespace {
@@ -37,15 +39,16 @@ QPalette dark_palette() {
 void apply_theme(const QString& theme) {
   // The platform palette as the application started, kept for "system".
   static const QPalette system_palette = QApplication::palette();
-  if (theme == "dark") {
-    QApplication::setStyle(QStyleFactory::create("Fusion"));
-    QApplication::setPalette(dark_palette());
-  } else if (theme == "light") {
-    QApplication::setStyle(QStyleFactory::create("Fusion"));
-    QApplication::setPalette(QApplication::style()->standardPalette());
-  } else {
-    QApplication::setPalette(system_palette);
-  }
+  // The platform's style as the application started, wrapped for "system".
+  static const QString system_style = QApplication::style()->name();
+  const QString style = theme == "dark" || theme == "light" ? QStringLiteral("Fusion") : system_style;
+  // Scroll bars in flat colours whatever the theme (flat_scroll_bar_style.h says why).
+  auto* current = qobject_cast<FlatScrollBarStyle*>(QApplication::style());
+  if (!current || current->baseStyle()->name().compare(style, Qt::CaseInsensitive) != 0)
+    QApplication::setStyle(new FlatScrollBarStyle(QStyleFactory::create(style)));
+  if (theme == "dark") QApplication::setPalette(dark_palette());
+  else if (theme == "light") QApplication::setPalette(QApplication::style()->standardPalette());
+  else QApplication::setPalette(system_palette);
 }
 
 }  // namespace llmwb::ui

@@ -11,6 +11,7 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -161,10 +162,24 @@ void BenchMode::next_generation() {
     gui_cpu_start_ = this_thread_cpu_seconds();
     wall_start_ = wall_seconds();
     draws_start_ = bench_.window().throughput_chart()->draw_count();
+    deliveries_start_ = bench_.mailbox().deliveries();
+    wakeups_start_ = bench_.mailbox().wakeups();
     threads_start_ = thread_cpu_by_name();
     if (options_.count_paints) qApp->installEventFilter(this);
   }
   bench_.window().completion_view()->generate();
+  if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
+    // 40 % into the generation at the measured speed: the charts and text mid-stream.
+    const int after_ms = std::max(1, int(400.0 * engine_seconds_ / std::max(1, done_)));
+    QTimer::singleShot(after_ms, this, [this] {
+      ui::MainWindow& w = bench_.window();
+      const bool streaming = w.completion_view()->is_generating();
+      if (!w.grab().save(options_.screenshot))
+        QTextStream(stderr) << "llmwb --bench-gui: cannot write " << options_.screenshot << "\n";
+      else if (!streaming)
+        QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
+    });
+  }
 }
 
 void BenchMode::on_finished(int tokens, double total_time, bool error) {
@@ -194,6 +209,11 @@ void BenchMode::report() {
   j["throughput_chart_draws"] = double(draws);
   j["throughput_chart_draws_per_s"] = wall > 0 ? double(draws) / wall : 0.0;
   j["throughput_chart_last_draw_ms"] = w.throughput_chart()->pacer().last_cost_ms();
+  // Engine -> GUI deliveries (and the wake-ups behind them): near the frame rate at any speed.
+  const long deliveries = bench_.mailbox().deliveries() - deliveries_start_;
+  const long wakeups = bench_.mailbox().wakeups() - wakeups_start_;
+  j["mailbox_deliveries_per_s"] = wall > 0 ? double(deliveries) / wall : 0.0;
+  j["mailbox_wakeups_per_s"] = wall > 0 ? double(wakeups) / wall : 0.0;
   if (options_.count_paints) {
     qApp->removeEventFilter(this);
     QJsonObject paints;

@@ -28,6 +28,7 @@ struct BenchOptions {
   int threads = 0;           // engine threads; 0 = the application's automatic choice
   QString view = "throughput";  // dock raised: throughput, kv, timeline, attention, or none
   bool count_paints = false;     // report paint events by widget class (an event filter)
+  QString screenshot;            // PNG of the window while the middle generation streams ("": none)
 };
 
 // The headless baseline: prints the JSON line and returns the process exit code.
@@ -61,6 +62,7 @@ class BenchMode : public QObject {
   double gui_cpu_start_ = 0.0;
   double wall_start_ = 0.0;
   long draws_start_ = 0;
+  long deliveries_start_ = 0, wakeups_start_ = 0;
   std::map<std::string, double> threads_start_;
   struct PaintCount {
     long events = 0;

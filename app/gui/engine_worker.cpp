@@ -11,7 +11,7 @@
 
 namespace llmwb::gui {
 
-EngineWorker::EngineWorker(QObject* parent) : QObject(parent) { since_frame_.start(); }
+EngineWorker::EngineWorker(FrameMailbox& mailbox, QObject* parent) : QObject(parent), mailbox_(mailbox) {}
 
 EngineWorker::~EngineWorker() = default;
 
@@ -28,7 +28,7 @@ void EngineWorker::cancel_quant_report() { cancel_quant_ = true; }
 void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
   fail_all("the model was unloaded");
   engine_.reset();  // free the old weights and KV pool before mapping the new ones
-  steps_since_frame_.clear();
+  mailbox_.drop_telemetry();
   QElapsedTimer since_report;
   since_report.start();
   double last_fraction = -1.0;
@@ -63,36 +63,42 @@ void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
 void EngineWorker::unload_model() {
   fail_all("the model was unloaded");
   engine_.reset();
-  steps_since_frame_.clear();
+  mailbox_.drop_telemetry();
 }
 
 void EngineWorker::submit(const ui::GenerationRequest& request) {
+  if (!engine_) return post_failure(request.ticket, "no model is loaded");
   Active a;
   a.ticket = request.ticket;
-  a.pending.ticket = request.ticket;
-  if (!engine_) {
-    emit tokens(finish_delta(a, FinishReason::Error, "no model is loaded"));
-    return;
-  }
   try {
     a.request_id = engine_->add_request(request.prompt, request.params);
   } catch (const std::exception& e) {
-    emit tokens(finish_delta(a, FinishReason::Error, e.what()));
-    return;
+    return post_failure(request.ticket, e.what());
   }
   active_.emplace(request.ticket, std::move(a));
   schedule_step();
+}
+
+void EngineWorker::post_failure(quint64 ticket, const std::string& error) {
+  Active a;
+  a.ticket = ticket;
+  FrameMailbox::Mail mail;
+  mail.deltas.push_back(finish_delta(a, FinishReason::Error, error));
+  mailbox_.post(std::move(mail), true);
 }
 
 void EngineWorker::abort(quint64 ticket) {
   auto it = active_.find(ticket);
   if (it == active_.end()) return;  // already finished
   if (engine_) engine_->abort(it->second.request_id);
-  // Reported at once with the tokens so far; later outputs for this request are ignored, so
-  // the stop takes effect before the next step.
-  flush(true);
-  emit tokens(finish_delta(it->second, FinishReason::Abort, {}));
+  // Reported at once after the tokens so far (the mailbox keeps a generation's deltas in
+  // order); later outputs for this request are ignored, so the stop takes effect before the
+  // next step.
+  FrameMailbox::Mail mail;
+  mail.deltas.push_back(finish_delta(it->second, FinishReason::Abort, {}));
+  mail.latest = snapshot(true);
   active_.erase(it);
+  mailbox_.post(std::move(mail), true);
 }
 
 void EngineWorker::set_attention_capture(bool on, int layer, int max_queries) {
@@ -107,111 +113,120 @@ void EngineWorker::schedule_step() {
   if (step_posted_ || !engine_ || !engine_->has_unfinished()) return;
   step_posted_ = true;
   if (step_delay_ms_ > 0)
-    QTimer::singleShot(step_delay_ms_, this, &EngineWorker::run_step);
+    QTimer::singleShot(step_delay_ms_, this, &EngineWorker::run_steps);
   else
-    QMetaObject::invokeMethod(this, &EngineWorker::run_step, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(this, &EngineWorker::run_steps, Qt::QueuedConnection);
 }
 
-void EngineWorker::run_step() {
+std::shared_ptr<const StepTelemetry> EngineWorker::snapshot(bool force) {
+  // The request is taken even when forced: one snapshot answers it.
+  const bool wanted = mailbox_.take_snapshot_request();
+  if (!engine_ || !(wanted || force)) return nullptr;
+  return std::make_shared<const StepTelemetry>(engine_->telemetry());
+}
+
+void EngineWorker::run_steps() {
   step_posted_ = false;
-  if (!engine_ || !engine_->has_unfinished()) {
-    flush(true);
-    return;
-  }
+  // Several steps per event-loop turn, for up to kSliceMs: a turn costs the engine thread an
+  // event allocation, a wake-up write and a poll, 1-2 % of a 0.25 ms step. Queued calls
+  // (abort, new requests) still run between slices, so a stop takes effect within a slice.
+  QElapsedTimer slice;
+  slice.start();
+  do {
+    if (!run_step()) return;
+  } while (step_delay_ms_ == 0 && slice.elapsed() < kSliceMs);
+  schedule_step();
+}
+
+bool EngineWorker::run_step() {
+  if (!engine_ || !engine_->has_unfinished()) return false;
   std::vector<RequestOutput> outputs;
   try {
     outputs = engine_->step();
   } catch (const std::exception& e) {
     fail_all(QString::fromStdString(e.what()));
-    return;
+    return false;
   }
-  steps_since_frame_.push_back(ui::StepRecord::from(engine_->telemetry()));
-  bool urgent = false;
-  for (const auto& out : outputs) {
-    absorb(out);
+  FrameMailbox::Mail mail;
+  mail.steps.push_back(ui::StepRecord::from(engine_->telemetry()));
+  // Delivered at once: the first token (time to first token is what a user watches for), a
+  // finish, every step in slow motion (the point is to watch each one) and the last step.
+  bool urgent = step_delay_ms_ > 0;
+  for (const RequestOutput& out : outputs) {
+    auto it = std::find_if(active_.begin(), active_.end(),
+                           [&](const auto& kv) { return kv.second.request_id == out.request_id; });
+    if (it == active_.end()) continue;  // aborted by the user, already reported
+    bool first_token = false;
+    ui::TokenDelta d = absorb(it->second, out, first_token);
+    urgent = urgent || first_token || d.finished;
+    if (d.finished) active_.erase(it);
+    if (d.finished || !d.token_ids.empty() || !d.text.empty()) mail.deltas.push_back(std::move(d));
   }
-  for (auto& [ticket, a] : active_) {
-    // The first token goes out at once: time to first token is what a user watches for.
-    if (a.dirty && !a.first_sent) urgent = true;
-  }
-  // In slow motion every step is shown: the point is to watch each one.
-  flush(urgent || step_delay_ms_ > 0 || !engine_->has_unfinished());
-  schedule_step();
+  const bool idle = !engine_->has_unfinished();
+  urgent = urgent || idle;
+  mail.latest = snapshot(urgent);
+  mailbox_.post(std::move(mail), urgent);
+  return !idle;
 }
 
-void EngineWorker::absorb(const RequestOutput& out) {
-  auto it = std::find_if(active_.begin(), active_.end(),
-                         [&](const auto& kv) { return kv.second.request_id == out.request_id; });
-  if (it == active_.end()) return;  // aborted by the user, already reported
-  Active& a = it->second;
-  a.pending.num_prompt_tokens = int(out.prompt_token_ids.size());
+ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& first_token) {
+  ui::TokenDelta d;
+  d.ticket = a.ticket;
+  a.num_prompt_tokens = int(out.prompt_token_ids.size());
   if (!out.outputs.empty()) {
     const CompletionOutput& c = out.outputs[0];
     for (size_t i = a.tokens_seen; i < c.token_ids.size(); ++i) {
-      a.pending.token_ids.push_back(c.token_ids[i]);
-      a.pending.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
+      d.token_ids.push_back(c.token_ids[i]);
+      d.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
     }
     a.tokens_seen = c.token_ids.size();
     // A stop string can shorten the text at the end; the final text then replaces it all.
     if (c.text.size() > a.text.size() && c.text.compare(0, a.text.size(), a.text) == 0)
-      a.pending.text += c.text.substr(a.text.size());
+      d.text = c.text.substr(a.text.size());
     a.text = c.text;
-    a.pending.num_output_tokens = int(c.token_ids.size());
-    a.dirty = true;
+    if (!d.token_ids.empty() && !a.first_sent) first_token = a.first_sent = true;
   }
-  a.pending.time_to_first_token = out.time_to_first_token;
-  a.pending.total_time = out.total_time;
+  a.time_to_first_token = out.time_to_first_token;
+  a.total_time = out.total_time;
+  d.num_prompt_tokens = a.num_prompt_tokens;
+  d.num_output_tokens = int(a.tokens_seen);
+  d.time_to_first_token = a.time_to_first_token;
+  d.total_time = a.total_time;
   if (out.finished || !out.error.empty()) {
     const FinishReason reason = !out.error.empty()    ? FinishReason::Error
                                 : out.outputs.empty() ? FinishReason::Stop
                                                       : out.outputs[0].finish_reason;
-    emit tokens(finish_delta(a, reason, out.error));
-    active_.erase(it);
+    ui::TokenDelta f = finish_delta(a, reason, out.error);
+    f.token_ids = std::move(d.token_ids);
+    f.token_probs = std::move(d.token_probs);
+    f.text = std::move(d.text);
+    return f;
   }
+  return d;
 }
 
-ui::TokenDelta EngineWorker::finish_delta(Active& a, FinishReason reason, const std::string& error) {
-  ui::TokenDelta d = std::move(a.pending);
+ui::TokenDelta EngineWorker::finish_delta(const Active& a, FinishReason reason, const std::string& error) const {
+  ui::TokenDelta d;
   d.ticket = a.ticket;
   d.finished = true;
   d.finish_reason = reason;
   d.final_text = a.text;
   d.error = error;
+  d.num_prompt_tokens = a.num_prompt_tokens;
   d.num_output_tokens = int(a.tokens_seen);
-  a.pending = {};
-  a.dirty = false;
+  d.time_to_first_token = a.time_to_first_token;
+  d.total_time = a.total_time;
   return d;
 }
 
-void EngineWorker::flush(bool force) {
-  if (!force && since_frame_.elapsed() < kFrameIntervalMs) return;
-  since_frame_.restart();
-  for (auto& [ticket, a] : active_) {
-    if (!a.dirty) continue;
-    ui::TokenDelta d = std::move(a.pending);
-    d.ticket = ticket;
-    a.pending = {};
-    a.pending.num_prompt_tokens = d.num_prompt_tokens;
-    a.dirty = false;
-    a.first_sent = true;
-    emit tokens(d);
-  }
-  if (engine_ && !steps_since_frame_.empty()) {
-    ui::TelemetryFrame frame;
-    frame.steps = std::move(steps_since_frame_);
-    steps_since_frame_.clear();
-    frame.latest = std::make_shared<const StepTelemetry>(engine_->telemetry());
-    emit telemetry(frame);
-  }
-}
-
 void EngineWorker::fail_all(const QString& error) {
-  flush(true);
+  FrameMailbox::Mail mail;
   for (auto& [ticket, a] : active_) {
     if (engine_) engine_->abort(a.request_id);
-    emit tokens(finish_delta(a, FinishReason::Error, error.toStdString()));
+    mail.deltas.push_back(finish_delta(a, FinishReason::Error, error.toStdString()));
   }
   active_.clear();
+  if (!mail.deltas.empty()) mailbox_.post(std::move(mail), true);
 }
 
 void EngineWorker::run_experiment(const ui::Experiment& experiment) {

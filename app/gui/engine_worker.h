@@ -1,11 +1,13 @@
 // engine_worker.h — the Engine in its own thread.
 //
 // EngineWorker is a QObject moved to a dedicated QThread. It owns the llmwb::Engine and runs
-// its step loop one step per event-loop turn, so requests, aborts and configuration changes
-// (queued slot calls) are handled between two steps: an abort is honoured before the next
-// step. Results leave as queued signals: token deltas and telemetry are coalesced to screen
-// rate (~30 Hz), so a fast model does not flood the GUI thread and the GUI costs the engine
-// one small copy per frame rather than per step. The GUI thread never runs a forward pass.
+// its step loop in slices (steps back to back for up to kSliceMs, one slice per event-loop
+// turn), so requests, aborts and configuration changes (queued slot calls) are handled
+// between two slices: an abort is honoured within a slice. Token deltas and telemetry leave
+// through a FrameMailbox (frame_mailbox.h): the engine thread appends each step's results to
+// it and the GUI thread empties it at most once per frame, so a fast model neither floods the GUI thread nor pays a queued signal per step.
+// Everything else (load progress, experiments, quantization reports) leaves as queued
+// signals. The GUI thread never runs a forward pass.
 #pragma once
 
 #include <QElapsedTimer>
@@ -19,6 +21,7 @@
 
 #include "llmwb/engine.h"
 #include "llmwb/quant_report.h"
+#include "frame_mailbox.h"
 #include "meta_types.h"
 
 namespace llmwb::gui {
@@ -27,7 +30,8 @@ class EngineWorker : public QObject {
   Q_OBJECT
 
  public:
-  explicit EngineWorker(QObject* parent = nullptr);
+  // `mailbox` (living in the GUI thread, outliving the worker) receives the generation results.
+  explicit EngineWorker(FrameMailbox& mailbox, QObject* parent = nullptr);
   ~EngineWorker() override;
 
   // Thread-safe (plain calls from the GUI thread): a model load or an experiment in progress
@@ -36,9 +40,6 @@ class EngineWorker : public QObject {
   void cancel_load(quint64 ticket);
   void cancel_experiment();
   void cancel_quant_report();
-
-  // Frames and deltas are sent at most this often while generating.
-  static constexpr int kFrameIntervalMs = 33;
 
  public slots:
   void load_model(const llmwb::EngineConfig& config, quint64 ticket);
@@ -63,8 +64,6 @@ class EngineWorker : public QObject {
   void model_loaded(quint64 ticket, const llmwb::ModelInfo& info, const QStringList& vocabulary,
                     const llmwb::EngineConfig& config);
   void load_failed(quint64 ticket, const QString& error, bool cancelled);
-  void tokens(const llmwb::ui::TokenDelta& delta);
-  void telemetry(const llmwb::ui::TelemetryFrame& frame);
   void experiment_progress(int config_index, const QString& what);
   void experiment_result(const llmwb::ui::ExperimentResult& result);
   void experiment_finished(const QString& error);
@@ -78,28 +77,37 @@ class EngineWorker : public QObject {
     uint64_t request_id = 0;
     size_t tokens_seen = 0;     // tokens already put into a delta
     std::string text;           // cumulative text as last reported
-    ui::TokenDelta pending;     // not yet emitted
-    bool dirty = false;
+    int num_prompt_tokens = 0;
+    double time_to_first_token = 0.0, total_time = 0.0;  // as last reported
     bool first_sent = false;
   };
 
+  // Longest run of back-to-back steps between two turns of the worker's event loop.
+  static constexpr int kSliceMs = 2;
+
   void schedule_step();
-  void run_step();
-  void absorb(const RequestOutput& out);
-  void flush(bool force);
+  void run_steps();
+  // One engine step, its results posted; false when no work is left (or the step failed).
+  bool run_step();
+  // The step's news for `a` as a delta (no tokens if none, finished if the request ended);
+  // `first_token` is set when it carries the generation's first token. Erases nothing.
+  ui::TokenDelta absorb(Active& a, const RequestOutput& out, bool& first_token);
   void fail_all(const QString& error);
-  ui::TokenDelta finish_delta(Active& a, FinishReason reason, const std::string& error);
+  // Posts a finished delta for a generation that never reached the engine.
+  void post_failure(quint64 ticket, const std::string& error);
+  ui::TokenDelta finish_delta(const Active& a, FinishReason reason, const std::string& error) const;
+  // The newest full telemetry snapshot when the GUI asked for one (or `force`), else null.
+  std::shared_ptr<const StepTelemetry> snapshot(bool force);
   ui::ExperimentResult run_configuration(const ui::Experiment& e, int index);
   // Accuracy of one experiment configuration against the stored weights (appended metrics).
   void add_accuracy_metrics(const ui::Experiment& e, const ui::ExperimentConfig& cfg, ui::ExperimentResult& result);
   // make_quant_report for the loaded model: its path, tokenizer and threads filled in.
   QuantReport quant_report_for_loaded_model(QuantReportOptions o) const;
 
+  FrameMailbox& mailbox_;
   std::unique_ptr<Engine> engine_;
   EngineConfig config_;
   std::map<quint64, Active> active_;  // by ticket
-  std::vector<ui::StepRecord> steps_since_frame_;
-  QElapsedTimer since_frame_;
   bool step_posted_ = false;
   int step_delay_ms_ = 0;
   std::optional<AttentionCaptureRequest> capture_;

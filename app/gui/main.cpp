@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
   QCommandLineOption bench_headless_opt("bench-headless",
                                         "With --bench-gui: the same generations with no window (the baseline).");
   QCommandLineOption bench_paints_opt("bench-paints", "With --bench-gui: also count paint events by widget class.");
+  QCommandLineOption bench_shot_opt("bench-screenshot",
+                                    "With --bench-gui: a PNG of the window partway through the middle generation.",
+                                    "FILE");
   QCommandLineOption threads_opt("threads", "With --bench-gui: engine threads (default: the automatic choice).", "T");
   QCommandLineOption max_tokens_opt("max-tokens", "With --bench-gui: tokens per generation at most.", "M");
   QCommandLineOption theme_opt("theme", "Palette for this run: system, light or dark.", "NAME");
@@ -74,7 +77,8 @@ int main(int argc, char** argv) {
   parser.addOption(theme_opt);
   parser.addOption(tokenizer_opt);
   parser.addOption(shots_opt);
-  for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &threads_opt, &max_tokens_opt})
+  for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &bench_shot_opt, &threads_opt,
+                        &max_tokens_opt})
     parser.addOption(*o);
   parser.addPositionalArgument("model", "Model to open (same as --model).", "[MODEL]");
   parser.process(app);
@@ -89,6 +93,7 @@ int main(int argc, char** argv) {
     o.tokenizer = tokenizer;
     o.view = parser.value(bench_view_opt);
     o.count_paints = parser.isSet(bench_paints_opt);
+    o.screenshot = parser.value(bench_shot_opt);
     bool ok = true;
     auto number = [&](const QCommandLineOption& opt, int fallback, int low) {
       if (!parser.isSet(opt)) return fallback;

@@ -6,7 +6,7 @@
 
 namespace llmwb::gui {
 
-Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui::MainWindow>()) {
+Workbench::Workbench() : worker_(new EngineWorker(mailbox_)), window_(std::make_unique<ui::MainWindow>()) {
   ui::register_meta_types();
   thread_.setObjectName("llmwb-engine");
   worker_->moveToThread(&thread_);
@@ -31,8 +31,9 @@ Workbench::Workbench() : worker_(new EngineWorker), window_(std::make_unique<ui:
   connect(e, &EngineWorker::load_progress, w, &ui::MainWindow::on_load_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::model_loaded, w, &ui::MainWindow::on_model_loaded, Qt::QueuedConnection);
   connect(e, &EngineWorker::load_failed, w, &ui::MainWindow::on_load_failed, Qt::QueuedConnection);
-  connect(e, &EngineWorker::tokens, w, &ui::MainWindow::on_tokens, Qt::QueuedConnection);
-  connect(e, &EngineWorker::telemetry, w, &ui::MainWindow::on_telemetry, Qt::QueuedConnection);
+  // Generation results: emitted in the GUI thread by the mailbox, at most once per frame.
+  connect(&mailbox_, &FrameMailbox::tokens, w, &ui::MainWindow::on_tokens);
+  connect(&mailbox_, &FrameMailbox::telemetry, w, &ui::MainWindow::on_telemetry);
   ui::ExperimentsView* x = w->experiments_view();
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);

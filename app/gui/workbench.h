@@ -1,5 +1,6 @@
 // workbench.h — the application assembled: the MainWindow in the GUI thread, the EngineWorker
-// in its own QThread, and the queued connections between them. main.cpp, the screenshot mode
+// in its own QThread, the FrameMailbox that carries generation results back, and the queued
+// connections between them. main.cpp, the screenshot mode
 // and the UI tests all build the application through this one class.
 #pragma once
 
@@ -23,8 +24,11 @@ class Workbench : public QObject {
 
   ui::MainWindow& window() { return *window_; }
   EngineWorker& worker() { return *worker_; }
+  // Where token deltas and telemetry arrive, in the GUI thread, at most once per frame.
+  FrameMailbox& mailbox() { return mailbox_; }
 
  private:
+  FrameMailbox mailbox_;  // declared first: destroyed after the worker that posts to it
   QThread thread_;
   EngineWorker* worker_;  // lives in thread_; deleted after the thread has stopped
   std::unique_ptr<ui::MainWindow> window_;

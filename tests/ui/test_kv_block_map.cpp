@@ -39,7 +39,7 @@ class TestKvBlockMap : public QObject {
     ui::KvBlockMap* kv = w.kv_map();
     int frames_checked = 0, max_used = 0;
     // Every frame shown while generating: the grid's own cells against the engine's numbers.
-    QMetaObject::Connection conn = connect(&bench_->worker(), &gui::EngineWorker::telemetry, this, [&] {
+    QMetaObject::Connection conn = connect(&bench_->mailbox(), &gui::FrameMailbox::telemetry, this, [&] {
       QTimer::singleShot(0, this, [&] {
         const ui::KvBlockGrid::Counts counts = kv->grid()->counts();
         QCOMPARE(counts.used, kv->engine_blocks_used());

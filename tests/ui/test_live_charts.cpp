@@ -89,7 +89,7 @@ class TestLiveCharts : public QObject {
     ui::CompletionView* c = window().completion_view();
     int deltas = 0;
     QObject context;  // the connection ends with this function
-    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&deltas] { ++deltas; });
+    connect(&bench_->mailbox(), &gui::FrameMailbox::tokens, &context, [&deltas] { ++deltas; });
     emit window().step_delay_requested(step_delay_ms);
     c->prompt_editor()->setPlainText({});
     SamplingParams greedy;
@@ -214,7 +214,7 @@ class TestLiveCharts : public QObject {
     // The context of the connection and of the queued snapshots: destroyed with this test, it
     // takes any snapshot still queued with it.
     QObject context;
-    connect(&bench_->worker(), &gui::EngineWorker::tokens, &context, [&] {
+    connect(&bench_->mailbox(), &gui::FrameMailbox::tokens, &context, [&] {
       QTimer::singleShot(0, &context, [&] {
         if (chat->is_generating()) shown << chat->transcript_text();
       });
