@@ -40,6 +40,7 @@ using reg = typename V::reg;
 constexpr int W = V::W;
 
 constexpr int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+constexpr int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
 inline uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
@@ -287,9 +288,10 @@ inline void finish_tile(const uint8_t* const* wr, const float* const* xt, int rr
 // tiles (x packed by pack_x, streamed from L3), k-chunks of kGemmKc columns, row tiles. One
 // token tile's x chunk (TT x kGemmKc floats) and the block's lane accumulators stay in L1
 // while every row tile of the block streams its packed weights from L2 over them: per
-// k-step RR loads from L2, TT from L1. While the token tiles sweep a block, they prefetch
-// the next block's weight rows (this thread's, contiguous in memory) into L2 a slice at a
-// time, so that packing it reads L2 instead of waiting on DRAM.
+// k-step RR loads from L2, TT from L1. The last token tiles of a block's sweep prefetch the
+// next block's weight rows (this thread's, contiguous in memory) into L2 a slice at a time,
+// so that packing it reads L2 instead of waiting on DRAM, and each token tile prefetches the
+// y lines the next one will store.
 template <DType DT>
 void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
   constexpr int RR = V::kGemmRows, TT = V::kGemmTokens;
@@ -311,17 +313,31 @@ void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
       for (int i = 0; i < rr; ++i) wr[i] = a.w + (rb0 + r + i) * a.w_row_bytes;
       pack_tile<DT>(wr, rr, kv, wpack + r * kv);
     }
-    // The next block: rows [rb0 + mc, next_end), prefetched in n_tiles slices of whole lines.
+    // The next block: rows [rb0 + mc, next_end), prefetched in slices of whole lines by the
+    // last pf_tiles token tiles only. Each token tile streams its x (TT x kv floats) through
+    // L2, so a slice fetched early in the sweep was evicted by the megabytes of x that came
+    // after it before the packing got to it (perf on an f32 prefill: the packing's loads
+    // waited on memory, ~5 % of the time).
     const int64_t next_end = imin(r1, rb0 + 2 * mc);
     const int64_t next_bytes = next_end > rb0 + mc ? (next_end - rb0 - mc) * static_cast<int64_t>(a.w_row_bytes) : 0;
     const uint8_t* next = a.w + (rb0 + mc) * a.w_row_bytes;
     const int64_t n_tiles = (T + TT - 1) / TT;
-    const int64_t slice = (next_bytes / 64 + n_tiles - 1) / n_tiles * 64;
+    const int64_t pf_tiles = imax(1, imin(n_tiles, V::kGemmPrefetchXBytes / (TT * kv * 4 + 1)));
+    const int64_t pf_first = n_tiles - pf_tiles;
+    const int64_t slice = (next_bytes / 64 + pf_tiles - 1) / pf_tiles * 64;
     for (int64_t t0 = 0; t0 < T; t0 += TT) {
       const int tt = static_cast<int>(imin(TT, T - t0));
       for (int j = 0; j < tt; ++j) xt[j] = a.x + (t0 + j) * K;
-      for (int64_t off = t0 / TT * slice, end = imin(next_bytes, off + slice); off < end; off += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
+      if (t0 / TT >= pf_first) {
+        for (int64_t off = (t0 / TT - pf_first) * slice, end = imin(next_bytes, off + slice); off < end; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
+        }
+      }
+      // The y rows the next token tile will write (this block's columns of them): fetched now,
+      // so that finish_tile's stores do not stall on their lines (perf: they did, ~3 %).
+      for (int64_t j = t0 + TT, je = imin(T, t0 + 2 * TT); j < je; ++j) {
+        const char* yl = reinterpret_cast<const char*>(a.y + j * ys + rb0);
+        for (int64_t off = 0; off < nrows * 4 + 63; off += 64) _mm_prefetch(yl + imin(off, nrows * 4 - 1), _MM_HINT_T0);
       }
       const float* xtile = a.xp + t0 / TT * kv * TT;
       for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += V::kGemmKc) {
