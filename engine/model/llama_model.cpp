@@ -17,7 +17,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   const ModelConfig& c = config_;
   const int n = static_cast<int>(batch.tokens.size());
   const int64_t dim = c.dim, q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  auto fit = [](std::vector<float>& v, int64_t size) {
+  auto fit = [](auto& v, int64_t size) {
     if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
     return v.data();
   };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/huge_page_allocator.h"
 #include "model/forward_batch.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
@@ -34,7 +35,9 @@ class LlamaModel {
   RopeParams rope_;
   AttentionParams attn_;
   // Activations, reused between steps.
-  std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, last_;
+  // Activations, megabytes each at prefill: huge pages (huge_page_allocator.h).
+  HugeFloatVector x_, xb_, q_, k_, v_, att_, hb_, hb2_;
+  std::vector<float> last_;
   std::vector<int> positions_;
 };
 

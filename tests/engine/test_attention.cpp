@@ -1,9 +1,11 @@
 // test_attention.cpp — cpu::attend_head (one head of paged attention) against direct
 // double-precision math, on every SIMD level this CPU has (AVX-512 runs its own kernel for
-// head sizes that are a multiple of 16, the others the portable loop).
+// head sizes that are a multiple of 16, the others the portable loop); cpu::attend_heads
+// (query heads sharing K/V rows) bitwise against attend_head per head.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -108,6 +110,48 @@ TEST(Attention, SameInputsGiveSameBitsWhereverTheRowsLie) {
   cpu::attend_head(h.q.data(), kr.data(), vr.data(), ctx, hd, 0.125f, p2.data(), o2.data());
   EXPECT_EQ(p1, p2);
   EXPECT_EQ(o1, o2);
+}
+
+// Grouped heads must give every head exactly attend_head's bits (batch invariance: a head's
+// result cannot depend on which heads a task groups it with), for every group size and the
+// context lengths around the kernels' 4-key and 2-key steps.
+TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
+  LevelGuard guard;
+  for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    cpu::set_simd_level(level);
+    if (cpu::simd_level() != level) continue;
+    for (int hd : {16, 32, 64, 96, 128}) {
+      for (int ctx : {1, 2, 3, 4, 5, 7, 8, 9, 33, 130}) {
+        for (int n : {1, 2, 3, 4, 5, 8}) {
+          SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " ctx " +
+                       std::to_string(ctx) + " heads " + std::to_string(n));
+          const Head h = random_head(ctx, hd, static_cast<uint32_t>(hd * 7919 + ctx * 31 + n));
+          std::mt19937 rng(static_cast<uint32_t>(n * 101 + ctx));
+          std::normal_distribution<float> nd(0.0f, 2.0f);
+          std::vector<std::vector<float>> q(n), probs(n), out(n);
+          std::vector<const float*> qp(n);
+          std::vector<float*> pp(n), op(n);
+          for (int g = 0; g < n; ++g) {
+            q[g].resize(static_cast<size_t>(hd));
+            for (float& f : q[g]) f = nd(rng);
+            probs[g].assign(static_cast<size_t>(ctx), -1.0f);
+            out[g].assign(static_cast<size_t>(hd), -1.0f);
+            qp[g] = q[g].data();
+            pp[g] = probs[g].data();
+            op[g] = out[g].data();
+          }
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          cpu::attend_heads(n, qp.data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, pp.data(), op.data());
+          for (int g = 0; g < n; ++g) {
+            std::vector<float> p1(static_cast<size_t>(ctx)), o1(static_cast<size_t>(hd));
+            cpu::attend_head(q[g].data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, p1.data(), o1.data());
+            EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "head " << g;
+            EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "head " << g;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

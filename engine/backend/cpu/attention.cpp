@@ -67,4 +67,19 @@ void attend_head(const float* q, const float* const* krows, const float* const* 
   attend_head_plain(q, krows, vrows, ctx, hd, scale, probs, out);
 }
 
+void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                  float scale, float* const* probs, float* const* out) {
+  int g = 0;
+#if defined(__x86_64__)
+  if (simd_level() == SimdLevel::Avx512) {
+    while (g < n) {
+      const int done = kernels::attend_heads_avx512(n - g, q + g, krows, vrows, ctx, hd, scale, probs + g, out + g);
+      if (done == 0) break;
+      g += done;
+    }
+  }
+#endif
+  for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx, hd, scale, probs[g], out[g]);
+}
+
 }  // namespace llmwb::cpu

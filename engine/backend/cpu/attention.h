@@ -18,6 +18,13 @@ namespace llmwb::cpu {
 void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
                  float* probs, float* out);
 
+// attend_head for n query heads that share the same K/V rows (the heads of one KV head under
+// grouped-query attention): q[g], probs[g] and out[g] are head g's. Bitwise the same as n
+// attend_head calls; the AVX-512 kernel loads each K and V vector once for up to 4 heads
+// (a 512-token prefill's attention read its K/V rows from L2 once per head).
+void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                  float scale, float* const* probs, float* const* out);
+
 // The same over an int8 KV cache (--kv-dtype int8): K row j is kscale[j] * krows[j][i], V row j
 // is vscale[j] * vrows[j][i]. The codes are widened in registers (cpu::dot_f32_i8 /
 // cpu::axpy_i8) and the scale applied to each sum, never a float copy of the cache; the order
@@ -29,6 +36,10 @@ namespace kernels {
 // The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
                         float scale, float* probs, float* out);
+// The first 4 (n >= 4) or 2 (n >= 2) of n heads sharing their K/V rows, for hd a multiple of
+// 32; returns how many heads it computed (0: none, the caller takes them one by one).
+int attend_heads_avx512(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
+                        int hd, float scale, float* const* probs, float* const* out);
 }  // namespace kernels
 
 }  // namespace llmwb::cpu

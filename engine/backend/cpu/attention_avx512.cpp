@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/hsum_avx512.h"
 
 namespace llmwb::cpu::kernels {
 
@@ -29,7 +30,13 @@ inline void scores(const float* q, const float* const* krows, int j0, int hd, fl
     const __m512 qv = _mm512_loadu_ps(q + c);
     for (int n = 0; n < N; ++n) acc[n] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(krows[j0 + n] + c), acc[n]);
   }
-  for (int n = 0; n < N; ++n) s[j0 + n] = _mm512_reduce_add_ps(acc[n]) * scale;
+  if constexpr (N == 8) {
+    // The eight reductions together (hsum_avx512.h), bitwise those of _mm512_reduce_add_ps:
+    // one reduction alone costs about as much as the 4 FMAs of a 64-wide head.
+    _mm256_storeu_ps(s + j0, _mm256_mul_ps(hsum8_avx512(acc), _mm256_set1_ps(scale)));
+  } else {
+    for (int n = 0; n < N; ++n) s[j0 + n] = _mm512_reduce_add_ps(acc[n]) * scale;
+  }
 }
 
 // out[c0, c0 + 16 * N) = sum_j probs[j] * v_j over the same columns, in registers. Two
@@ -102,11 +109,85 @@ inline void softmax(float* probs, int ctx) {
   if (tail) _mm512_mask_storeu_ps(probs + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, probs + j), inv));
 }
 
+// Scores of keys [j0, j0 + 4) for G query heads that share their K rows (grouped-query
+// attention): each K vector is loaded once for the G heads. Per head and key the sum is
+// scores<N>'s exactly (same lanes, same order, the same reduction tree via hsum8_avx512).
+template <int G>
+inline void scores_grouped(const float* const* q, const float* const* krows, int j0, int hd, float scale,
+                           float* const* s) {
+  static_assert(G == 2 || G == 4, "G * 4 accumulators are reduced eight at a time");
+  __m512 acc[G * 4];
+  for (int i = 0; i < G * 4; ++i) acc[i] = _mm512_setzero_ps();
+  for (int c = 0; c < hd; c += 16) {
+    __m512 kv[4];
+    for (int n = 0; n < 4; ++n) kv[n] = _mm512_loadu_ps(krows[j0 + n] + c);
+    for (int g = 0; g < G; ++g) {
+      const __m512 qv = _mm512_loadu_ps(q[g] + c);
+      for (int n = 0; n < 4; ++n) acc[g * 4 + n] = _mm512_fmadd_ps(qv, kv[n], acc[g * 4 + n]);
+    }
+  }
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int g = 0; g < G; g += 2) {   // lanes 0-3: head g's four keys, lanes 4-7: head g + 1's
+    const __m256 r = _mm256_mul_ps(hsum8_avx512(acc + g * 4), sc);
+    _mm_storeu_ps(s[g] + j0, _mm256_castps256_ps128(r));
+    _mm_storeu_ps(s[g + 1] + j0, _mm256_extractf128_ps(r, 1));
+  }
+}
+
+// weighted_sum<2> for G heads over the same V rows: columns [c0, c0 + 32) of every head's
+// output, each V vector loaded once for the G heads; per head the even/odd accumulators and
+// their order are weighted_sum's.
+template <int G>
+inline void weighted_sum_grouped(const float* const* vrows, const float* const* probs, int ctx, int c0,
+                                 float* const* out) {
+  __m512 e[G][2], o[G][2];
+  for (int g = 0; g < G; ++g) e[g][0] = e[g][1] = o[g][0] = o[g][1] = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + 2 <= ctx; j += 2) {
+    const float* ve = vrows[j] + c0;
+    const float* vo = vrows[j + 1] + c0;
+    const __m512 ve0 = _mm512_loadu_ps(ve), ve1 = _mm512_loadu_ps(ve + 16);
+    const __m512 vo0 = _mm512_loadu_ps(vo), vo1 = _mm512_loadu_ps(vo + 16);
+    for (int g = 0; g < G; ++g) {
+      const __m512 we = _mm512_set1_ps(probs[g][j]), wo = _mm512_set1_ps(probs[g][j + 1]);
+      e[g][0] = _mm512_fmadd_ps(we, ve0, e[g][0]);
+      e[g][1] = _mm512_fmadd_ps(we, ve1, e[g][1]);
+      o[g][0] = _mm512_fmadd_ps(wo, vo0, o[g][0]);
+      o[g][1] = _mm512_fmadd_ps(wo, vo1, o[g][1]);
+    }
+  }
+  if (j < ctx) {
+    const __m512 v0 = _mm512_loadu_ps(vrows[j] + c0), v1 = _mm512_loadu_ps(vrows[j] + c0 + 16);
+    for (int g = 0; g < G; ++g) {
+      const __m512 we = _mm512_set1_ps(probs[g][j]);
+      e[g][0] = _mm512_fmadd_ps(we, v0, e[g][0]);
+      e[g][1] = _mm512_fmadd_ps(we, v1, e[g][1]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    _mm512_storeu_ps(out[g] + c0, _mm512_add_ps(e[g][0], o[g][0]));
+    _mm512_storeu_ps(out[g] + c0 + 16, _mm512_add_ps(e[g][1], o[g][1]));
+  }
+}
+
+template <int G>
+void attend_heads_grouped(const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
+                          int hd, float scale, float* const* probs, float* const* out) {
+  int j = 0;
+  for (; j + 4 <= ctx; j += 4) scores_grouped<G>(q, krows, j, hd, scale, probs);
+  for (int g = 0; g < G; ++g) {
+    for (int jj = j; jj < ctx; ++jj) scores<1>(q[g], krows, jj, hd, scale, probs[g]);
+    softmax(probs[g], ctx);
+  }
+  for (int c = 0; c < hd; c += 32) weighted_sum_grouped<G>(vrows, probs, ctx, c, out);
+}
+
 }  // namespace
 
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
                         float scale, float* probs, float* out) {
   int j = 0;
+  for (; j + 8 <= ctx; j += 8) scores<8>(q, krows, j, hd, scale, probs);
   for (; j + 4 <= ctx; j += 4) scores<4>(q, krows, j, hd, scale, probs);
   for (; j < ctx; ++j) scores<1>(q, krows, j, hd, scale, probs);
   softmax(probs, ctx);
@@ -124,6 +205,20 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
     case 1: weighted_sum<1>(vrows, probs, ctx, c, out); break;
     default: break;
   }
+}
+
+int attend_heads_avx512(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
+                        int hd, float scale, float* const* probs, float* const* out) {
+  if (hd % 32 != 0) return 0;
+  if (n >= 4) {
+    attend_heads_grouped<4>(q, krows, vrows, ctx, hd, scale, probs, out);
+    return 4;
+  }
+  if (n >= 2) {
+    attend_heads_grouped<2>(q, krows, vrows, ctx, hd, scale, probs, out);
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace llmwb::cpu::kernels

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/huge_page_allocator.h"
 #include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
 
@@ -87,7 +88,7 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // The gemm kernel's per-thread scratch, which only grows, so that after the first call of the
 // largest shape there is no allocation on this path.
 float* thread_scratch(int64_t floats) {
-  thread_local std::vector<float> scratch;
+  thread_local HugeFloatVector scratch;
   if (scratch.size() < static_cast<size_t>(floats)) scratch.resize(static_cast<size_t>(floats));
   return scratch.data();
 }
@@ -143,7 +144,7 @@ void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tok
     // x is packed once per call for all threads.
     // The buffer only grows, so after the first prefill of the largest size there is no
     // allocation on this path.
-    thread_local std::vector<float> xp_buffer;
+    thread_local HugeFloatVector xp_buffer;
     const size_t xp_floats = static_cast<size_t>(ks.gemm_xp_floats(n_tokens, a.cols)) + 16;
     if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
     float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});

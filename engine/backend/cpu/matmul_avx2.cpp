@@ -23,6 +23,9 @@ struct V {
   static constexpr int64_t kGemmBlockFloats = 256 * 1024;
   static constexpr int64_t kGemmBlockRows = 48;
   static constexpr int64_t kGemmKc = 512;
+  // The next row block is prefetched into L2 while at most this many bytes of x are still to
+  // stream through it in the current block's sweep (matmul_simd.inl, gemm_dt).
+  static constexpr int64_t kGemmPrefetchXBytes = 1 << 20;
 
   static reg zero() { return _mm256_setzero_ps(); }
   static reg load(const float* p) { return _mm256_loadu_ps(p); }

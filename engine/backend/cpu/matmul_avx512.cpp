@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/hsum_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 
 namespace llmwb::cpu::kernels {
@@ -35,6 +36,9 @@ struct V {
   static constexpr int64_t kGemmBlockFloats = 256 * 1024;
   static constexpr int64_t kGemmBlockRows = 32;
   static constexpr int64_t kGemmKc = 1024;
+  // The next row block is prefetched into L2 while at most this many bytes of x are still to
+  // stream through it in the current block's sweep (matmul_simd.inl, gemm_dt).
+  static constexpr int64_t kGemmPrefetchXBytes = 1 << 20;
 
   static reg zero() { return _mm512_setzero_ps(); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
@@ -52,28 +56,13 @@ struct V {
     return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
   }
   // out[i] = hsum(vector i of v) for n vectors stored one after another, bitwise as hsum
-  // gives them: eight at a time, each level of the tree done for all eight with one add per
-  // pair of vectors (a transpose-and-add), about 3 instructions per sum instead of 8.
+  // gives them, eight at a time (hsum_avx512.h).
   static void hsum_n(const float* v, int n, float* out) {
     int g = 0;
     for (; g + 8 <= n; g += 8) {
-      const float* p = v + g * W;
-      reg b[4], c[2];
-      for (int i = 0; i < 4; ++i) {   // distance 8: [x[l] + x[l + 8] | y[l] + y[l + 8]], l < 8
-        const reg x = load(p + 2 * i * W), y = load(p + (2 * i + 1) * W);
-        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-      }
-      for (int i = 0; i < 2; ++i) {   // distance 4: 128-bit quarter k holds vector 4 i + k
-        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-      }
-      // distance 2: quarter k lanes 0-1 from vector k, lanes 2-3 from vector 4 + k
-      const reg e = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 2, 3, 2)));
-      const reg f = _mm512_add_ps(e, _mm512_movehdup_ps(e));   // distance 1: lanes 4k and 4k + 2
-      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-      _mm256_storeu_ps(out + g, _mm512_castps512_ps256(_mm512_permutexvar_ps(order, f)));
+      reg x[8];
+      for (int i = 0; i < 8; ++i) x[i] = load(v + (g + i) * W);
+      _mm256_storeu_ps(out + g, hsum8_avx512(x));
     }
     for (; g < n; ++g) out[g] = hsum(load(v + g * W));
   }
