@@ -124,7 +124,7 @@ TEST(QRepack, EverySimdLevelGivesTheSameBits) {
 
 TEST(QRepack, AnonymousMemoryIsNeverHandedBack) {
   std::vector<uint8_t> v(1 << 20, 7);
-  EXPECT_FALSE(cpu::release_file_pages(v.data(), v.size()));
+  EXPECT_FALSE(release_mapped_pages(v.data(), v.size()));
   for (uint8_t b : v) ASSERT_EQ(b, 7);
 }
 
@@ -141,9 +141,9 @@ TEST(QRepack, MappedFilePagesAreHandedBackAndRefault) {
     MappedFile m(path);
     ASSERT_EQ(m.size(), bytes.size());
     EXPECT_EQ(std::memcmp(m.data(), bytes.data(), bytes.size()), 0);
-    EXPECT_TRUE(cpu::release_file_pages(m.data() + 100, m.size() - 200));
+    EXPECT_TRUE(release_mapped_pages(m.data() + 100, m.size() - 200));
     EXPECT_EQ(std::memcmp(m.data(), bytes.data(), bytes.size()), 0);   // refaulted from the file
-    EXPECT_FALSE(cpu::release_file_pages(m.data() + 10, 20));           // no whole page inside
+    EXPECT_FALSE(release_mapped_pages(m.data() + 10, 20));           // no whole page inside
   }
   std::filesystem::remove(path);
 }

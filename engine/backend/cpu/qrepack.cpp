@@ -3,15 +3,11 @@
 // exactly the ones the in-place kernels decode, and keeps them in a per-backend cache.
 #include "backend/cpu/qrepack.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "llmwb/errors.h"
+#include "model/mapped_file.h"
 
 namespace llmwb::cpu {
 
@@ -141,32 +137,6 @@ void packed_block(const PackedQ4& p, int64_t r, int64_t b, QBlock* out) {
     }
 }
 
-bool release_file_pages(const void* p, uint64_t n) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
-  if (hi <= lo) return false;
-  // Only a read-only private mapping of a file: there MADV_DONTNEED cannot lose data (pages
-  // refault from the file), while on anonymous or writable memory it would zero them.
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream ls(line);
-    std::string range, perms, offset, dev;
-    uint64_t inode = 0;
-    if (!(ls >> range >> perms >> offset >> dev >> inode)) continue;
-    const size_t dash = range.find('-');
-    if (dash == std::string::npos) continue;
-    const uintptr_t start = std::stoull(range.substr(0, dash), nullptr, 16);
-    const uintptr_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
-    if (lo < start || lo >= end) continue;
-    if (hi > end || perms.size() < 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' || inode == 0)
-      return false;
-    return ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
-  }
-  return false;
-}
-
 const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
   if (!repackable(W.dtype)) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
@@ -177,7 +147,7 @@ const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
   if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
     throw Error(W.name, "matmul: weight data missing or shorter than its shape");
   std::unique_ptr<PackedQ4> p = repack_q4(W, pool);
-  release_file_pages(W.data, W.nbytes);
+  release_mapped_pages(W.data, W.nbytes);
   const PackedQ4* out = p.get();
   map_[W.data] = std::move(p);
   return out;

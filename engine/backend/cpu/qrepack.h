@@ -50,10 +50,6 @@ void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t
 // Name of the repacked kernel qmatmul_packed uses now ("avx512vnni-x16", ...).
 const char* qmatmul_packed_kernel_name();
 
-// Drops the whole pages of [p, p + n) from RSS when they all lie in one read-only private
-// file mapping (checked in /proc/self/maps); returns whether it did.
-bool release_file_pages(const void* p, uint64_t n);
-
 // Packed copies keyed by the weight's address, type and shape, built on first use. The owner
 // (CpuBackend) lives no longer than the model whose tensors it was handed.
 class RepackCache {
