@@ -23,6 +23,7 @@
 #include "backend/cpu/fma_peak.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "backend/cpu/qrepack.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
 #include "llmwb/errors.h"
@@ -232,11 +233,25 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& v : x) v = u(rng);
 
-  for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());   // warm-up
+  // The 4-bit types run as the engine runs them: over their row-interleaved copies (qrepack.h),
+  // which replace the originals here too.
+  std::vector<std::unique_ptr<cpu::PackedQ4>> packed;
+  if (cpu::repackable(dt)) {
+    for (const TensorView& v : views) packed.push_back(cpu::repack_q4(v, pool));
+    std::vector<uint8_t>().swap(store);
+  }
+  auto run_all = [&] {
+    if (!packed.empty()) {
+      for (const auto& p : packed) cpu::qmatmul_packed(pool, *p, x.data(), tokens, y.data());
+    } else {
+      for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());
+    }
+  };
+  run_all();   // warm-up
   std::vector<double> per_call;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
-    for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());
+    run_all();
     per_call.push_back(seconds_since(t0) / copies);
   }
   KernelResult k;
@@ -355,7 +370,8 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "  --array-size SIZE  bytes per STREAM array (default 512M; keep it far above the L3)\n"
                                "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
                                "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
-                               "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0)\n"
+                               "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,...; the 4-bit\n"
+                               "                     INT4_G32/INT4_G128/Q4_0/Q4_1 run repacked, as the engine runs them)\n"
                                "  --tokens LIST      token counts for --kernels: 1 = decode GEMV, more = prefill GEMM\n"
                                "  --working-set SIZE decode weights rotate over copies totalling this (default 1G)\n"
                                "  --json             print one JSON object instead of the table",

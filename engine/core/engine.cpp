@@ -174,6 +174,14 @@ void Engine::Impl::load(const LoadProgress& progress) {
     device = make_cuda_model(file->config, weights);
   }
   backend = std::make_unique<CpuBackend>(cfg.threads);
+  if (!device) {
+    // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each
+    // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h).
+    report(0.9, "repacking 4-bit weights");
+    for (const LlamaLayerWeights& l : weights.layers)
+      for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) backend->prepare(*t);
+    backend->prepare(weights.output);
+  }
   model = std::make_unique<LlamaModel>(file->config, std::move(weights), *backend);
   const ModelConfig& c = file->config;
   // An explicit max_model_len may exceed the length the model was trained for (as llama.cpp's

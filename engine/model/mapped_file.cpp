@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "llmwb/errors.h"
 
@@ -43,6 +45,32 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+bool release_mapped_pages(const void* p, uint64_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  if (hi <= lo) return false;
+  // Only a read-only private mapping of a file: there MADV_DONTNEED cannot lose data (pages
+  // refault from the file), while on anonymous or writable memory it would zero them.
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream ls(line);
+    std::string range, perms, offset, dev;
+    uint64_t inode = 0;
+    if (!(ls >> range >> perms >> offset >> dev >> inode)) continue;
+    const size_t dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    const uintptr_t start = std::stoull(range.substr(0, dash), nullptr, 16);
+    const uintptr_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (lo < start || lo >= end) continue;
+    if (hi > end || perms.size() < 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' || inode == 0)
+      return false;
+    return ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
+  }
+  return false;
 }
 
 }  // namespace llmwb

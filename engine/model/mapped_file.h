@@ -27,4 +27,11 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
+// Drops the whole pages of [p, p + n) from this process's RSS when they all lie in one
+// read-only private file mapping (checked in /proc/self/maps), such as a MappedFile's; returns
+// whether it did. Safe there: anything reading them later refaults them from the file. On
+// anonymous or writable memory it does nothing (MADV_DONTNEED would zero the data). Used once
+// a weight's bytes have been copied elsewhere (4-bit repacking, load-time quantization).
+bool release_mapped_pages(const void* p, uint64_t n);
+
 }  // namespace llmwb

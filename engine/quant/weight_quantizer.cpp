@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "llmwb/errors.h"
+#include "model/mapped_file.h"
 
 namespace llmwb {
 
@@ -50,7 +51,11 @@ std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWei
     done.push_back({t.name, t.dtype, c.dtype, c.wanted});
     if (c.dtype == t.dtype) return;
     file.owned.emplace_back();
+    const TensorView original = t;
     t = quantize_tensor(t, c.dtype, file.owned.back(), n_threads);
+    // Nothing reads the original any more (views are repointed below): hand its mapped pages
+    // back, so RSS holds the quantized copy rather than both.
+    release_mapped_pages(original.data, original.nbytes);
     for (TensorView& ft : file.tensors)
       if (ft.name == t.name) ft = t;
   };

@@ -122,11 +122,12 @@ TEST(Engine, GreedyBatchedWithStaggeredArrivalsEqualsSequential_RandomModel) {
   expect_batched_equals_sequential(c, 700, 0.f);
 }
 
-// A wider model in Q8_0 and F32 with 16 requests: prefill chunks and decodes share steps of
-// well over 20 tokens, so every matmul runs through the tiled prefill kernel in the batch and
-// through the decode kernel alone; the tokens must not notice.
+// A wider model in Q8_0, the repacked 4-bit types (Q4_0, INT4_G32) and F32 with 16 requests:
+// prefill chunks and decodes share steps of well over 20 tokens, so every matmul runs through
+// the tiled prefill kernel in the batch and through the decode kernel alone; the tokens must
+// not notice.
 TEST(Engine, GreedyBatchedEqualsSequentialOnWideQuantizedAndFloatModels) {
-  for (DType dt : {DType::Q8_0, DType::F32}) {
+  for (DType dt : {DType::Q8_0, DType::Q4_0, DType::INT4_G32, DType::F32}) {
     SCOPED_TRACE(dtype_name(dt));
     const std::string path = make_test_model("wide", 256, 512, 8, 4, 600, dt, 5);
     EngineConfig c;

@@ -1,7 +1,8 @@
 // test_qmatmul.cpp — the integer-dot kernels for quantized weights (backend/cpu/qmatmul.h):
 // every dtype at every SIMD level against dequantize(W) . dequantize(quantize(x)), against the
 // float product within the activation quantization error, against the scalar level, and
-// bitwise batch invariance.
+// bitwise batch invariance. The QMatmulRepacked tests run the same checks over the 4-bit
+// types' row-interleaved copies (backend/cpu/qrepack.h, qmatmul_packed).
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -13,6 +14,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/qmatmul.h"
+#include "backend/cpu/qrepack.h"
 #include "llmwb/errors.h"
 #include "support/simd_levels.h"
 
@@ -80,6 +82,29 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
 using test::available_levels;
 using test::SimdLevelGuard;
 
+const std::vector<DType> kQ4Types = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1};
+
+// Which kernels product() runs: the in-place ones (cpu::matmul) or, for the 4-bit types, a
+// fresh repacked copy (no cache: the test weights are freed and their addresses reused).
+bool g_packed = false;
+
+class PackedGuard {
+ public:
+  PackedGuard() { g_packed = true; }
+  ~PackedGuard() { g_packed = false; }
+  PackedGuard(const PackedGuard&) = delete;
+  PackedGuard& operator=(const PackedGuard&) = delete;
+};
+
+void product(ThreadPool& pool, const TensorView& W, const float* x, int64_t T, float* y) {
+  if (g_packed) {
+    ASSERT_TRUE(cpu::repackable(W.dtype)) << dtype_name(W.dtype);
+    cpu::qmatmul_packed(pool, *cpu::repack_q4(W, pool), x, T, y);
+  } else {
+    cpu::matmul(pool, W, x, T, y);
+  }
+}
+
 int64_t smallest_k(DType dt) { return dt == DType::Q4_K || dt == DType::Q5_K || dt == DType::Q6_K ? 256 : 32; }
 
 std::vector<int64_t> test_ks(DType dt) {
@@ -141,7 +166,7 @@ std::vector<float> run(ThreadPool& pool, SimdLevel level, const TensorView& W, c
                        int64_t T) {
   SimdLevelGuard g(level);
   std::vector<float> y(static_cast<size_t>(T * W.rows()), NAN);   // poisoned: every output must be written
-  cpu::matmul(pool, W, x.data(), T, y.data());
+  product(pool, W, x.data(), T, y.data());
   return y;
 }
 
@@ -164,10 +189,10 @@ void expect_matches(ThreadPool& pool, DType dt, int64_t N, int64_t K, int64_t T,
   }
 }
 
-TEST(QMatmul, EveryDtypeAndSimdLevelMatchesTheDequantizedProduct) {
+void every_dtype_matches(const std::vector<DType>& types) {
   ThreadPool pool(2);
   uint32_t seed = 1;
-  for (DType dt : kQTypes) {
+  for (DType dt : types) {
     for (int64_t K : test_ks(dt)) {
       for (int64_t N : {1, 3, 6, 13}) {
         for (int64_t T : {1, 2, 3, 4, 5, 7, 9, 17, 70}) expect_matches(pool, dt, N, K, T, seed++);
@@ -176,26 +201,43 @@ TEST(QMatmul, EveryDtypeAndSimdLevelMatchesTheDequantizedProduct) {
   }
 }
 
-TEST(QMatmul, LongRowsAndManyRowsMatch) {
+void long_rows_match(const std::vector<DType>& types) {
   ThreadPool pool(2);
-  for (DType dt : kQTypes) {
+  for (DType dt : types) {
     const int64_t K = dt == DType::Q4_K || dt == DType::Q5_K || dt == DType::Q6_K ? 2048 : 2080;
     expect_matches(pool, dt, 37, K, 1, 500 + static_cast<uint32_t>(dt));
     expect_matches(pool, dt, 41, K, 21, 600 + static_cast<uint32_t>(dt));
   }
   // Long rows with a partial last block / group.
-  for (DType dt : {DType::INT8_ROW, DType::INT8_ASYM_ROW, DType::INT4_G32, DType::INT4_G128}) {
-    expect_matches(pool, dt, 29, 2083, 6, 700 + static_cast<uint32_t>(dt));
+  for (DType dt : types) {
+    if (dtype_row_fits(dt, 2083)) expect_matches(pool, dt, 29, 2083, 6, 700 + static_cast<uint32_t>(dt));
   }
 }
 
-TEST(QMatmul, UnalignedWeightRowsAreRead) {
+void unaligned_rows_are_read(const std::vector<DType>& types) {
   ThreadPool pool(2);
-  for (DType dt : kQTypes) {
+  for (DType dt : types) {
     const int64_t K = smallest_k(dt) * 2;
     expect_matches(pool, dt, 9, K, 1, 40, 3);
     expect_matches(pool, dt, 9, K, 6, 41, 1);
   }
+}
+
+TEST(QMatmul, EveryDtypeAndSimdLevelMatchesTheDequantizedProduct) { every_dtype_matches(kQTypes); }
+TEST(QMatmul, LongRowsAndManyRowsMatch) { long_rows_match(kQTypes); }
+TEST(QMatmul, UnalignedWeightRowsAreRead) { unaligned_rows_are_read(kQTypes); }
+
+TEST(QMatmulRepacked, EveryDtypeAndSimdLevelMatchesTheDequantizedProduct) {
+  PackedGuard p;
+  every_dtype_matches(kQ4Types);
+}
+TEST(QMatmulRepacked, LongRowsAndManyRowsMatch) {
+  PackedGuard p;
+  long_rows_match(kQ4Types);
+}
+TEST(QMatmulRepacked, UnalignedWeightRowsAreRead) {
+  PackedGuard p;
+  unaligned_rows_are_read(kQ4Types);
 }
 
 TEST(QMatmul, ActivationsAreQuantizedPerBlockOf32WithinHalfAStep) {
@@ -217,16 +259,16 @@ TEST(QMatmul, ActivationsAreQuantizedPerBlockOf32WithinHalfAStep) {
 std::vector<float> each_token_alone(ThreadPool& pool, const TensorView& W, const std::vector<float>& x, int64_t T) {
   const int64_t N = W.rows(), K = W.cols();
   std::vector<float> y(static_cast<size_t>(T * N));
-  for (int64_t t = 0; t < T; ++t) cpu::matmul(pool, W, x.data() + t * K, 1, y.data() + t * N);
+  for (int64_t t = 0; t < T; ++t) product(pool, W, x.data() + t * K, 1, y.data() + t * N);
   return y;
 }
 
-TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
+void batch_invariant(const std::vector<DType>& types) {
   ThreadPool pool(2);
   constexpr int64_t kTokens = 90, N = 53;   // rows not a multiple of any tile
   for (SimdLevel level : available_levels()) {
     SimdLevelGuard g(level);
-    for (DType dt : kQTypes) {
+    for (DType dt : types) {
       std::vector<int64_t> ks = {smallest_k(dt) * 3};
       if (dtype_row_fits(dt, 33)) ks.push_back(300);
       for (int64_t K : ks) {
@@ -237,7 +279,7 @@ TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
         for (int64_t n = 1; n <= kTokens; n += n < 12 ? 1 : 7) {
           for (int64_t first : {int64_t{0}, kTokens - n}) {
             std::fill(y.begin(), y.end(), NAN);
-            cpu::matmul(pool, w.view, x.data() + first * K, n, y.data());
+            product(pool, w.view, x.data() + first * K, n, y.data());
             for (int64_t t = 0; t < n; ++t) {
               ASSERT_EQ(std::memcmp(y.data() + t * N, alone.data() + (first + t) * N, sizeof(float) * N), 0)
                   << cpu::simd_level_name(level) << " " << dtype_name(dt) << " K=" << K << " batch of " << n
@@ -250,20 +292,20 @@ TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
   }
 }
 
-TEST(QMatmul, ResultsDoNotDependOnTheThreadCount) {
+void thread_invariant(const std::vector<DType>& types) {
   ThreadPool one(1), two(2), three(3);
   constexpr int64_t N = 301;
   for (SimdLevel level : available_levels()) {
     SimdLevelGuard g(level);
-    for (DType dt : kQTypes) {
+    for (DType dt : types) {
       const int64_t K = smallest_k(dt) * 2;
       QWeights w(dt, N, K, 31);
       const std::vector<float> x = random_vector(static_cast<size_t>(40 * K), 32);
       for (int64_t T : {1, 5, 40}) {
         std::vector<float> y1(static_cast<size_t>(N * T)), y2(y1.size()), y3(y1.size());
-        cpu::matmul(one, w.view, x.data(), T, y1.data());
-        cpu::matmul(two, w.view, x.data(), T, y2.data());
-        cpu::matmul(three, w.view, x.data(), T, y3.data());
+        product(one, w.view, x.data(), T, y1.data());
+        product(two, w.view, x.data(), T, y2.data());
+        product(three, w.view, x.data(), T, y3.data());
         EXPECT_EQ(std::memcmp(y1.data(), y2.data(), sizeof(float) * y1.size()), 0)
             << cpu::simd_level_name(level) << " " << dtype_name(dt) << " T=" << T << ": 1 vs 2 threads";
         EXPECT_EQ(std::memcmp(y1.data(), y3.data(), sizeof(float) * y1.size()), 0)
@@ -271,6 +313,17 @@ TEST(QMatmul, ResultsDoNotDependOnTheThreadCount) {
       }
     }
   }
+}
+
+TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) { batch_invariant(kQTypes); }
+TEST(QMatmul, ResultsDoNotDependOnTheThreadCount) { thread_invariant(kQTypes); }
+TEST(QMatmulRepacked, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
+  PackedGuard p;
+  batch_invariant(kQ4Types);
+}
+TEST(QMatmulRepacked, ResultsDoNotDependOnTheThreadCount) {
+  PackedGuard p;
+  thread_invariant(kQ4Types);
 }
 
 TEST(QMatmul, EveryQuantizedTypeIsRoutedAndFloatTypesAreNot) {
@@ -286,7 +339,9 @@ TEST(QMatmul, TheAvx512LevelUsesVnniWhenTheCpuHasIt) {
   __builtin_cpu_init();
   SimdLevelGuard g(SimdLevel::Avx512);
   if (cpu::simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 here";
-  EXPECT_STREQ(cpu::qmatmul_kernel_name(), __builtin_cpu_supports("avx512vnni") ? "avx512vnni" : "avx2");
+  const bool vnni = __builtin_cpu_supports("avx512vnni");
+  EXPECT_STREQ(cpu::qmatmul_kernel_name(), vnni ? "avx512vnni" : "avx2");
+  EXPECT_STREQ(cpu::qmatmul_packed_kernel_name(), vnni ? "avx512vnni-x16" : "avx2-x16");
 }
 
 }  // namespace

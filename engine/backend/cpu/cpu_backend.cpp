@@ -31,6 +31,10 @@ void CpuBackend::rmsnorm(const float* x, const float* w, int n_rows, int dim, fl
 }
 
 void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* y) {
+  if (const cpu::PackedQ4* p = repack_.get(W, pool_)) {
+    cpu::qmatmul_packed(pool_, *p, x, n_rows, y);
+    return;
+  }
   cpu::matmul(pool_, W, x, n_rows, y);
 }
 

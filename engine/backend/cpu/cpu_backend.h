@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/cpu/qrepack.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace llmwb {
@@ -18,7 +19,12 @@ class CpuBackend final : public Backend {
 
   void embed(const TensorView& table, const int* tokens, int n_rows, float* out) override;
   void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) override;
+  // 4-bit weights (cpu::repackable) run over a row-interleaved copy built on first use (or
+  // by prepare); the rest in place (cpu::matmul).
   void matmul(const TensorView& W, const float* x, int n_rows, float* y) override;
+  // Builds W's packed copy now (if its type has one), so the first request does not pay it.
+  void prepare(const TensorView& W) { repack_.get(W, pool_); }
+  const cpu::RepackCache& repacked() const { return repack_; }
   void rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) override;
   void store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) override;
   void attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
@@ -28,6 +34,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  cpu::RepackCache repack_;   // lives no longer than the model's tensors (see RepackCache)
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
   std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task
   std::vector<std::vector<const int8_t*>> kv_rows8_; // the same over an int8 cache

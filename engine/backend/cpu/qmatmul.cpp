@@ -15,6 +15,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/qmatmul_kernels.h"
+#include "backend/cpu/qrepack.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::cpu {
@@ -92,6 +93,37 @@ void qmatmul_activation_roundtrip(const float* x, int64_t cols, float* out) {
   for (int64_t k = 0; k < cols; ++k) out[k] = d[static_cast<size_t>(k / kQB)] * static_cast<float>(q[static_cast<size_t>(k)]);
 }
 
+namespace {
+
+// Quantizes the n_tokens rows of x (K values each, nb blocks) into per-thread buffers that
+// only grow: after the first call of the largest shape, no allocation here.
+qkernels::QActs quantize_activations(ThreadPool& pool, const float* x, int64_t K, int64_t nb, int64_t n_tokens) {
+  thread_local std::vector<int8_t> q_buf;
+  thread_local std::vector<float> f_buf;
+  const int64_t q_stride = round_up(nb * kQB, 64);
+  const size_t q_bytes = static_cast<size_t>(n_tokens * q_stride + 64);
+  if (q_buf.size() < q_bytes) q_buf.resize(q_bytes);
+  const size_t f_floats = static_cast<size_t>(n_tokens * (2 * nb + 1));
+  if (f_buf.size() < f_floats) f_buf.resize(f_floats);
+  auto* q = reinterpret_cast<int8_t*>((reinterpret_cast<uintptr_t>(q_buf.data()) + 63) & ~uintptr_t{63});
+  float* d = f_buf.data();
+  float* c = d + n_tokens * nb;
+  float* csum = c + n_tokens * nb;
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      quantize_token(x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
+    }
+  });
+  return {q, d, c, csum, q_stride};
+}
+
+// Row chunks: multiples of the tile, big enough to be worth a thread.
+int64_t row_grain(int64_t tile, int64_t K, int64_t n_tokens) {
+  return round_up(std::max<int64_t>(tile, kMinMacsPerChunk / std::max<int64_t>(1, K * n_tokens)), tile);
+}
+
+}  // namespace
+
 void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y) {
   if (!qmatmul_handles(W.dtype)) throw Error(W.name, std::string("qmatmul: no integer kernel for ") + dtype_name(W.dtype));
   const int64_t rows = W.rows(), K = W.cols();
@@ -105,33 +137,31 @@ void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_to
   a.n_tokens = n_tokens;
   a.y = y;
   a.y_stride = rows;
-
-  // Buffers that only grow: after the first call of the largest shape, no allocation here.
-  thread_local std::vector<int8_t> q_buf;
-  thread_local std::vector<float> f_buf;
-  const int64_t q_stride = round_up(a.nb * kQB, 64);
-  const size_t q_bytes = static_cast<size_t>(n_tokens * q_stride + 64);
-  if (q_buf.size() < q_bytes) q_buf.resize(q_bytes);
-  const size_t f_floats = static_cast<size_t>(n_tokens * (2 * a.nb + 1));
-  if (f_buf.size() < f_floats) f_buf.resize(f_floats);
-  auto* q = reinterpret_cast<int8_t*>((reinterpret_cast<uintptr_t>(q_buf.data()) + 63) & ~uintptr_t{63});
-  float* d = f_buf.data();
-  float* c = d + n_tokens * a.nb;
-  float* csum = c + n_tokens * a.nb;
-  a.x = {q, d, c, csum, q_stride};
-
-  const int64_t nb = a.nb;
-  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      quantize_token(x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
-    }
-  });
-
+  a.x = quantize_activations(pool, x, K, a.nb, n_tokens);
   const qkernels::QKernelSet& ks = qkernel_set();
-  const int64_t tile = ks.row_tile;
-  const int64_t grain =
-      round_up(std::max<int64_t>(tile, kMinMacsPerChunk / std::max<int64_t>(1, K * n_tokens)), tile);
-  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.rows(a, r0, r1); }, grain);
+  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.rows(a, r0, r1); }, row_grain(ks.row_tile, K, n_tokens));
 }
+
+void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t n_tokens, float* y) {
+  if (n_tokens <= 0 || W.rows == 0) return;
+  qkernels::PackedArgs a;
+  a.dtype = W.dtype;
+  a.w = W.data();
+  a.tile_bytes = W.tile_bytes;
+  a.group_bytes = W.group_bytes;
+  a.rows = W.rows;
+  a.nb = W.nb;
+  a.gb = W.gb;
+  a.n_tokens = n_tokens;
+  a.y = y;
+  a.y_stride = W.rows;
+  a.x = quantize_activations(pool, x, W.cols, W.nb, n_tokens);
+  const qkernels::QKernelSet& ks = qkernel_set();
+  pool.parallel_for(
+      W.rows, [&](int64_t r0, int64_t r1) { ks.packed_rows(a, r0, r1); },
+      row_grain(qkernels::kPackRows, W.cols, n_tokens));
+}
+
+const char* qmatmul_packed_kernel_name() { return qkernel_set().packed_name; }
 
 }  // namespace llmwb::cpu

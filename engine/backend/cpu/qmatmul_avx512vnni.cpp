@@ -30,7 +30,7 @@ struct V {
 }  // namespace avx512vnni
 
 const QKernelSet& avx512vnni_qkernels() {
-  static constexpr QKernelSet k = {"avx512vnni", &avx512vnni::rows, 4};
+  static constexpr QKernelSet k = {"avx512vnni", &avx512vnni::rows, 4, &packed_rows_avx512vnni, "avx512vnni-x16"};
   return k;
 }
 

@@ -72,12 +72,51 @@ void row_params(DType t, const uint8_t* row, float* post, float* z);
 // unpack_block (a partial last block or group).
 int64_t full_blocks(DType t, int64_t cols);
 
+// The 4-bit types repacked into row-interleaved tiles (qrepack.h) for the kernels below.
+// Tile t holds rows [16 t, 16 t + 16) (rows past the matrix are zero) as `ng` groups of
+// group_bytes each; a group of `gb` blocks (1, or 4 for INT4_G128) is
+//   d[16]  fp16, one scale per row
+//   m[16]  fp16, one offset per row (absent for Q4_0, whose m is -8 d)
+//   gb x 256 bytes of nibbles: block b is 4 chunks of 64 bytes; chunk v, byte 4 i + j
+//   (row i, j = 0..3) holds q[i][8 v + j] in its low and q[i][8 v + 4 + j] in its high nibble.
+// So one 64-byte vector is four consecutive weights of each of the 16 rows, and a 32-bit
+// lane of it multiplies one broadcast dword of the activation block (vpdpbusd / maddubs).
+// Per (row, token) every level computes, in increasing b (g = b / gb):
+//   isum = sum of the 32 products q * qx (exact int32),
+//   acc  = fma(float(isum), d_g * dx_b, acc),   macc = fma(m_g, c_b, macc),
+//   y    = acc + macc,
+// with the same integers and roundings, so the levels agree bitwise.
+constexpr int kPackRows = 16;
+constexpr int kPackBlockBytes = 256;
+
+struct PackedArgs {
+  DType dtype = DType::INT4_G32;
+  const uint8_t* w = nullptr;   // tile t at w + t * tile_bytes
+  uint64_t tile_bytes = 0, group_bytes = 0;
+  int64_t rows = 0;             // valid rows (the last tile may be partial)
+  int64_t nb = 0;               // activation blocks per token row, ceil(K / 32)
+  int64_t gb = 1;               // blocks per group
+  QActs x;
+  int64_t n_tokens = 0;
+  float* y = nullptr;           // y[t * y_stride + o]
+  int64_t y_stride = 0;
+};
+
+constexpr bool packed_has_m(DType t) { return t != DType::Q4_0; }
+
 struct QKernelSet {
   const char* name;
   // y[t][o] for o in [r0, r1) and every token.
   void (*rows)(const QArgs& a, int64_t r0, int64_t r1);
   int row_tile;   // row ranges are split at multiples of this
+  // The same over repacked weights; r0 is a multiple of kPackRows, r1 one too or a.rows.
+  void (*packed_rows)(const PackedArgs& a, int64_t r0, int64_t r1);
+  const char* packed_name;
 };
+
+void packed_rows_scalar(const PackedArgs& a, int64_t r0, int64_t r1);
+void packed_rows_avx2(const PackedArgs& a, int64_t r0, int64_t r1);
+void packed_rows_avx512vnni(const PackedArgs& a, int64_t r0, int64_t r1);
 
 const QKernelSet& scalar_qkernels();
 const QKernelSet& avx2_qkernels();

@@ -1,0 +1,120 @@
+// qmatmul_packed_avx2.cpp — the repacked 4-bit kernel with AVX2: each 16-row tile (layout in
+// qmatmul_kernels.h) as two halves of 8 rows, bytes 32 h .. 32 h + 31 of every 64-byte chunk.
+// vpmaddubsw of nibbles (<= 15) with a broadcast activation dword (|qx| <= 127) gives int16
+// pairs <= 3810; the eight of a block sum to <= 30480 in int16 without saturating, and one
+// vpmaddwd makes the int32 block sum: the integers of the VNNI kernel, so the same bits.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/qmatmul_kernels.h"
+
+namespace llmwb::cpu::qkernels {
+
+namespace {
+
+inline __m256i bcast_dword(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// A tile is one contiguous stream of 4-20 KiB per 1000 columns, and the hardware prefetchers
+// stop at 4 KiB page boundaries; so while a group is multiplied, the same group of the next
+// tile (a tile ahead: above the latency-bandwidth product, far below L2) is prefetched into L2.
+inline void prefetch_group(const uint8_t* p, uint64_t bytes) {
+  for (uint64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+}
+
+// Rows [r, r + n) (n <= 8) of half `h` of a tile x tokens [t0, t0 + TT).
+template <bool HasM, int TT>
+inline void half_tokens(const PackedArgs& a, const uint8_t* tile, int h, int64_t r, int n, int64_t t0,
+                        const uint8_t* pf) {
+  __m256 acc[TT], macc[TT];
+  const int8_t* xq[TT];
+  const float* xd[TT];
+  const float* xc[TT];
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    macc[j] = _mm256_setzero_ps();
+    xq[j] = a.x.q + (t0 + j) * a.x.q_stride;
+    xd[j] = a.x.d + (t0 + j) * a.nb;
+    xc[j] = a.x.c + (t0 + j) * a.nb;
+  }
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+    if (pf != nullptr) prefetch_group(pf + g * a.group_bytes, a.group_bytes);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(grp + 16 * h)));
+    __m256 m;
+    if constexpr (HasM) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(grp + 32 + 16 * h)));
+    else m = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+    const uint8_t* blk = grp + (HasM ? 64 : 32) + 32 * h;
+    const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
+    for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) {
+      __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * v));
+        lo[v] = _mm256_and_si256(w, low);
+        hi[v] = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < TT; ++j) {
+        const int8_t* x = xq[j] + b * kQB;
+        __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], bcast_dword(x)),
+                                     _mm256_maddubs_epi16(hi[0], bcast_dword(x + 4)));
+#pragma GCC unroll 4
+        for (int v = 1; v < 4; ++v) {
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[v], bcast_dword(x + 8 * v)));
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[v], bcast_dword(x + 8 * v + 4)));
+        }
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+        acc[j] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(xd[j][b])), acc[j]);
+        macc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(xc[j][b]), macc[j]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) {
+    const __m256 v = _mm256_add_ps(acc[j], macc[j]);
+    float* out = a.y + (t0 + j) * a.y_stride + r;
+    if (n == 8) {
+      _mm256_storeu_ps(out, v);
+    } else {
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, v);
+      for (int i = 0; i < n; ++i) out[i] = tmp[i];
+    }
+  }
+}
+
+template <bool HasM>
+void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  constexpr int kTokens = 2;
+  for (int64_t r = r0; r < r1; r += kPackRows) {
+    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rh = r + 8 * h;
+      if (rh >= r1) break;
+      const int n = static_cast<int>(r1 - rh < 8 ? r1 - rh : 8);
+      // The first pass over the tile prefetches the next tile of this range (prefetch_group).
+      const uint8_t* pf = h == 0 && r + kPackRows < r1 ? tile + a.tile_bytes : nullptr;
+      int64_t t = 0;
+      for (; t + kTokens <= a.n_tokens; t += kTokens, pf = nullptr) half_tokens<HasM, kTokens>(a, tile, h, rh, n, t, pf);
+      for (; t < a.n_tokens; ++t, pf = nullptr) half_tokens<HasM, 1>(a, tile, h, rh, n, t, pf);
+    }
+  }
+}
+
+}  // namespace
+
+void packed_rows_avx2(const PackedArgs& a, int64_t r0, int64_t r1) {
+  if (packed_has_m(a.dtype)) packed_rows<true>(a, r0, r1);
+  else packed_rows<false>(a, r0, r1);
+}
+
+}  // namespace llmwb::cpu::qkernels

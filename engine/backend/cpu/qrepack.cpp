@@ -1,0 +1,168 @@
+// qrepack.cpp — builds the row-interleaved 4-bit tiles (layout in qmatmul_kernels.h) from any
+// of the four Q4_1-family types through unpack_block, so the packed integers and scales are
+// exactly the ones the in-place kernels decode, and keeps them in a per-backend cache.
+#include "backend/cpu/qrepack.h"
+
+#include <cstring>
+#include <string>
+
+#include "llmwb/errors.h"
+#include "model/mapped_file.h"
+
+namespace llmwb::cpu {
+
+using qkernels::kPackBlockBytes;
+using qkernels::kPackRows;
+using qkernels::kQB;
+using qkernels::QBlock;
+
+bool repackable(DType t) {
+  return t == DType::INT4_G32 || t == DType::INT4_G128 || t == DType::Q4_0 || t == DType::Q4_1;
+}
+
+namespace {
+
+uint64_t scale_bytes(DType t) { return qkernels::packed_has_m(t) ? 64 : 32; }
+
+void store_half(uint8_t* p, float v) {
+  const uint16_t h = fp32_to_fp16(v);   // exact: v came from an fp16 field
+  std::memcpy(p, &h, 2);
+}
+
+// Eight consecutive elements as nibble bytes (0..15 each, element k in byte k) to the packed
+// dword: elements 0-3 in the low, 4-7 in the high nibbles of its four bytes.
+inline uint32_t pack8(uint64_t n) { return static_cast<uint32_t>(n) | static_cast<uint32_t>(n >> 32) << 4; }
+
+inline uint64_t load8(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// The four packed dwords (chunks v = 0..3) of full block b (every element inside the row),
+// eight bytes at a time: the values unpack_block gives, as the round-trip test checks.
+void full_block_dwords(DType t, const uint8_t* row, int64_t b, uint32_t out[4]) {
+  constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
+  if (t == DType::INT4_G128) {   // 32 elements: the low or the high nibbles of 32 bytes
+    const int s = static_cast<int>(b & 3);
+    const uint8_t* qs = row + (b >> 2) * 68 + 4 + 32 * (s & 1);
+    const int shift = s >= 2 ? 4 : 0;
+    for (int v = 0; v < 4; ++v) out[v] = pack8((load8(qs + 8 * v) >> shift) & kLow);
+    return;
+  }
+  // Q4_0 / Q4_1 / INT4_G32: byte j holds element j (low) and element j + 16 (high nibble).
+  const uint8_t* qs = row + b * (t == DType::Q4_0 ? 18 : 20) + (t == DType::Q4_0 ? 2 : 4);
+  const uint64_t A = load8(qs), B = load8(qs + 8);
+  out[0] = pack8(A & kLow);
+  out[1] = pack8(B & kLow);
+  out[2] = pack8((A >> 4) & kLow);
+  out[3] = pack8((B >> 4) & kLow);
+}
+
+}  // namespace
+
+std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool) {
+  if (!repackable(W.dtype)) throw Error(W.name, std::string("repack: no packed layout for ") + dtype_name(W.dtype));
+  auto p = std::make_unique<PackedQ4>();
+  p->dtype = W.dtype;
+  p->rows = W.rows();
+  p->cols = W.cols();
+  p->nb = (p->cols + kQB - 1) / kQB;
+  p->gb = W.dtype == DType::INT4_G128 ? 4 : 1;
+  p->ng = (p->nb + p->gb - 1) / p->gb;
+  p->group_bytes = scale_bytes(W.dtype) + static_cast<uint64_t>(p->gb) * kPackBlockBytes;
+  p->tile_bytes = static_cast<uint64_t>(p->ng) * p->group_bytes;
+  p->tiles = (p->rows + kPackRows - 1) / kPackRows;
+  p->storage.assign(p->bytes() + 63, 0);   // rows past the matrix stay zero
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p->storage.data()) + 63) & ~uintptr_t{63});
+  p->data_ = base;
+  const uint64_t row_bytes = dtype_row_bytes(W.dtype, p->cols);
+  const bool has_m = qkernels::packed_has_m(W.dtype);
+  const int64_t nfull = qkernels::full_blocks(W.dtype, p->cols);
+  const uint64_t src_group_bytes = W.dtype == DType::Q4_0 ? 18 : W.dtype == DType::INT4_G128 ? 68 : 20;
+  const PackedQ4& P = *p;
+  pool.parallel_for(P.tiles, [&](int64_t t0, int64_t t1) {
+    QBlock qb;
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* tile = base + t * P.tile_bytes;
+      for (int i = 0; i < kPackRows && t * kPackRows + i < P.rows; ++i) {
+        const uint8_t* row = W.data + (t * kPackRows + i) * row_bytes;
+        for (int64_t b = 0; b < P.nb; ++b) {
+          uint8_t* grp = tile + (b / P.gb) * P.group_bytes;
+          uint8_t* blk = grp + scale_bytes(W.dtype) + (b % P.gb) * kPackBlockBytes + 4 * i;
+          if (b < nfull) {
+            uint32_t dw[4];
+            full_block_dwords(W.dtype, row, b, dw);
+            for (int v = 0; v < 4; ++v) std::memcpy(blk + 64 * v, &dw[v], 4);
+            if (b % P.gb == 0) {   // the fp16 fields as they are: no conversion
+              const uint8_t* src = row + (b / P.gb) * src_group_bytes;
+              std::memcpy(grp + 2 * i, src, 2);
+              if (has_m) std::memcpy(grp + 32 + 2 * i, src + 2, 2);
+            }
+            continue;
+          }
+          qkernels::unpack_block(W.dtype, row, P.cols, b, &qb);
+          if (b % P.gb == 0) {
+            store_half(grp + 2 * i, qb.d_lo);
+            if (has_m) store_half(grp + 32 + 2 * i, qb.m);
+          }
+          for (int v = 0; v < 4; ++v)
+            for (int j = 0; j < 4; ++j)
+              blk[64 * v + j] = static_cast<uint8_t>(qb.q[8 * v + j] | (qb.q[8 * v + 4 + j] << 4));
+        }
+      }
+    }
+  });
+  return p;
+}
+
+void packed_block(const PackedQ4& p, int64_t r, int64_t b, QBlock* out) {
+  const uint8_t* grp = p.data() + (r / kPackRows) * p.tile_bytes + (b / p.gb) * p.group_bytes;
+  const int i = static_cast<int>(r % kPackRows);
+  uint16_t h;
+  std::memcpy(&h, grp + 2 * i, 2);
+  out->d_lo = out->d_hi = fp16_to_fp32(h);
+  if (qkernels::packed_has_m(p.dtype)) {
+    std::memcpy(&h, grp + 32 + 2 * i, 2);
+    out->m = fp16_to_fp32(h);
+  } else {
+    out->m = -8.0f * out->d_lo;
+  }
+  const uint8_t* blk = grp + scale_bytes(p.dtype) + (b % p.gb) * kPackBlockBytes;
+  for (int v = 0; v < 4; ++v)
+    for (int j = 0; j < 4; ++j) {
+      const uint8_t byte = blk[64 * v + 4 * i + j];
+      out->q[8 * v + j] = static_cast<int8_t>(byte & 0x0F);
+      out->q[8 * v + 4 + j] = static_cast<int8_t>(byte >> 4);
+    }
+}
+
+const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
+  if (!repackable(W.dtype)) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(W.data);
+  if (it != map_.end() && it->second->dtype == W.dtype && it->second->rows == W.rows() &&
+      it->second->cols == W.cols())
+    return it->second.get();
+  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
+    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
+  std::unique_ptr<PackedQ4> p = repack_q4(W, pool);
+  release_mapped_pages(W.data, W.nbytes);
+  const PackedQ4* out = p.get();
+  map_[W.data] = std::move(p);
+  return out;
+}
+
+uint64_t RepackCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t s = 0;
+  for (const auto& [k, v] : map_) s += v->bytes();
+  return s;
+}
+
+size_t RepackCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+}  // namespace llmwb::cpu

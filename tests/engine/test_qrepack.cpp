@@ -1,0 +1,183 @@
+// test_qrepack.cpp — the row-interleaved copies of the 4-bit types (backend/cpu/qrepack.h):
+// the round trip against unpack_block, the same bits at every SIMD level, the pages of a
+// mapped file handed back (and never those of anonymous memory), and CpuBackend::matmul
+// routing 4-bit weights through its cache. The products themselves are checked against
+// dequantize-then-multiply with batch / thread invariance in test_qmatmul.cpp
+// (QMatmulRepacked).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/qrepack.h"
+#include "llmwb/errors.h"
+#include "model/mapped_file.h"
+#include "support/simd_levels.h"
+
+namespace llmwb {
+namespace {
+
+using test::available_levels;
+using test::SimdLevelGuard;
+
+const std::vector<DType> kQ4Types = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1};
+
+struct Weights {
+  std::vector<uint8_t> storage;
+  TensorView view;
+  Weights(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const uint64_t rb = dtype_row_bytes(dt, cols);
+    storage.resize(rb * rows);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : row) v = nd(rng) + (r % 3 == 1 ? 1.5f : 0.0f);
+      quantize_row(dt, row.data(), storage.data() + r * rb, cols);
+    }
+    view.name = "w";
+    view.dtype = dt;
+    view.shape = {rows, cols};
+    view.data = storage.data();
+    view.nbytes = storage.size();
+  }
+};
+
+std::vector<int64_t> ks_of(DType dt) {
+  if (dt == DType::Q4_0 || dt == DType::Q4_1) return {32, 96, 544};
+  return {1, 5, 32, 33, 100, 128, 130, 300, 544};   // partial blocks and groups
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = nd(rng);
+  return v;
+}
+
+TEST(QRepack, EveryBlockReadsBackAsUnpackBlockGivesIt) {
+  ThreadPool pool(2);
+  for (DType dt : kQ4Types) {
+    for (int64_t K : ks_of(dt)) {
+      for (int64_t N : {1, 15, 16, 17, 40}) {
+        Weights w(dt, N, K, static_cast<uint32_t>(N * 1000 + K));
+        const auto p = cpu::repack_q4(w.view, pool);
+        ASSERT_EQ(p->tiles, (N + 15) / 16);
+        const int64_t nb = (K + 31) / 32;
+        for (int64_t r = 0; r < p->tiles * 16; ++r) {
+          for (int64_t b = 0; b < nb; ++b) {
+            cpu::qkernels::QBlock got, want;
+            cpu::packed_block(*p, r, b, &got);
+            if (r < N) {
+              cpu::qkernels::unpack_block(dt, w.view.row(r), K, b, &want);
+            } else {
+              std::memset(&want, 0, sizeof(want));   // padding rows are zero
+            }
+            const std::string where = std::string(dtype_name(dt)) + " N=" + std::to_string(N) +
+                                      " K=" + std::to_string(K) + " row " + std::to_string(r) +
+                                      " block " + std::to_string(b);
+            ASSERT_EQ(std::memcmp(got.q, want.q, sizeof(got.q)), 0) << where;
+            ASSERT_EQ(got.d_lo, want.d_lo) << where;
+            ASSERT_EQ(got.m, want.m) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QRepack, EverySimdLevelGivesTheSameBits) {
+  ThreadPool pool(2);
+  for (DType dt : kQ4Types) {
+    for (int64_t K : ks_of(dt)) {
+      Weights w(dt, 37, K, 9);
+      const auto p = cpu::repack_q4(w.view, pool);
+      for (int64_t T : {1, 2, 5}) {
+        const std::vector<float> x = random_vector(static_cast<size_t>(T * K), 10);
+        std::vector<float> ref;
+        for (cpu::SimdLevel level : available_levels()) {
+          SimdLevelGuard g(level);
+          std::vector<float> y(static_cast<size_t>(T * 37), NAN);
+          cpu::qmatmul_packed(pool, *p, x.data(), T, y.data());
+          if (ref.empty()) {
+            ref = y;
+            continue;
+          }
+          EXPECT_EQ(std::memcmp(y.data(), ref.data(), sizeof(float) * y.size()), 0)
+              << cpu::simd_level_name(level) << " " << dtype_name(dt) << " K=" << K << " T=" << T;
+        }
+      }
+    }
+  }
+}
+
+TEST(QRepack, AnonymousMemoryIsNeverHandedBack) {
+  std::vector<uint8_t> v(1 << 20, 7);
+  EXPECT_FALSE(release_mapped_pages(v.data(), v.size()));
+  for (uint8_t b : v) ASSERT_EQ(b, 7);
+}
+
+TEST(QRepack, MappedFilePagesAreHandedBackAndRefault) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("llmwb_qrepack_" + std::to_string(::getpid()) + ".bin")).string();
+  std::vector<uint8_t> bytes(3 << 16);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  {
+    MappedFile m(path);
+    ASSERT_EQ(m.size(), bytes.size());
+    EXPECT_EQ(std::memcmp(m.data(), bytes.data(), bytes.size()), 0);
+    EXPECT_TRUE(release_mapped_pages(m.data() + 100, m.size() - 200));
+    EXPECT_EQ(std::memcmp(m.data(), bytes.data(), bytes.size()), 0);   // refaulted from the file
+    EXPECT_FALSE(release_mapped_pages(m.data() + 10, 20));           // no whole page inside
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(QRepack, TheCpuBackendRunsFourBitWeightsOverItsCache) {
+  CpuBackend be(2);
+  std::vector<std::unique_ptr<Weights>> alive;   // the cache's contract: weights outlive it
+  for (DType dt : kQ4Types) {
+    alive.push_back(std::make_unique<Weights>(dt, 50, 160, 3));
+    const Weights& w = *alive.back();
+    const std::vector<float> x = random_vector(3 * 160, 4);
+    std::vector<float> y(3 * 50, NAN), want(y.size(), NAN);
+    be.matmul(w.view, x.data(), 3, y.data());
+    be.matmul(w.view, x.data(), 3, y.data());   // the second call reuses the copy
+    cpu::qmatmul_packed(be.pool(), *cpu::repack_q4(w.view, be.pool()), x.data(), 3, want.data());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), sizeof(float) * y.size()), 0) << dtype_name(dt);
+  }
+  EXPECT_EQ(be.repacked().size(), kQ4Types.size());
+  EXPECT_GT(be.repacked().bytes(), 0u);
+
+  // Other types keep the in-place kernels and are not copied.
+  Weights q8(DType::Q8_0, 8, 64, 5);
+  const std::vector<float> x = random_vector(64, 6);
+  std::vector<float> y(8), want(8);
+  be.matmul(q8.view, x.data(), 1, y.data());
+  cpu::matmul(be.pool(), q8.view, x.data(), 1, want.data());
+  EXPECT_EQ(std::memcmp(y.data(), want.data(), sizeof(float) * y.size()), 0);
+  EXPECT_EQ(be.repacked().size(), kQ4Types.size());
+
+  // A 4-bit view shorter than its shape is an error, not a read past its end.
+  Weights shortw(DType::INT4_G32, 8, 64, 7);
+  shortw.view.nbytes -= 1;
+  EXPECT_THROW(be.matmul(shortw.view, x.data(), 1, y.data()), Error);
+}
+
+}  // namespace
+}  // namespace llmwb
