@@ -1,5 +1,7 @@
-// cpu_backend.h — the Backend on the CPU: a thread pool, SIMD matmuls (matmul.h), and plain
-// loops (auto-vectorized) for the cheap element-wise operations.
+// cpu_backend.h — the Backend on the CPU: a thread pool, SIMD matmuls (matmul.h; the integer
+// kernels of qmatmul.h, the 4-bit types over the row-interleaved copies this backend caches,
+// qrepack.h), attention over the paged KV cache (attention.h), and plain loops
+// (auto-vectorized) for the cheap element-wise operations.
 #pragma once
 
 #include <memory>
