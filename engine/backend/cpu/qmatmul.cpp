@@ -129,23 +129,52 @@ void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_to
 }
 
 void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t n_tokens, float* y) {
-  if (n_tokens <= 0 || W.rows == 0) return;
-  qkernels::PackedArgs a;
-  a.dtype = W.dtype;
-  a.w = W.data();
-  a.tile_bytes = W.tile_bytes;
-  a.group_bytes = W.group_bytes;
-  a.rows = W.rows;
-  a.nb = W.nb;
-  a.gb = W.gb;
-  a.n_tokens = n_tokens;
-  a.y = y;
-  a.y_stride = W.rows;
-  a.x = quantize_activations(pool, x, W.cols, W.nb, n_tokens);
+  const PackedOut out{&W, y};
+  qmatmul_packed_multi(pool, std::span<const PackedOut>(&out, 1), x, n_tokens);
+}
+
+void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, const float* x, int64_t n_tokens) {
+  if (n_tokens <= 0 || outs.empty()) return;
+  const int64_t K = outs[0].W->cols, nb = outs[0].W->nb;
+  // The matrices side by side in one row space, each padded to whole tiles so that every
+  // chunk (a multiple of the tile) starts a tile in each matrix it touches.
+  thread_local std::vector<qkernels::PackedArgs> args;
+  thread_local std::vector<int64_t> off;
+  args.assign(outs.size(), {});
+  off.assign(outs.size() + 1, 0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const PackedQ4& W = *outs[i].W;
+    if (W.cols != K) throw Error("qmatmul_packed_multi", "weights of different widths share one input");
+    qkernels::PackedArgs& a = args[i];
+    a.dtype = W.dtype;
+    a.w = W.data();
+    a.tile_bytes = W.tile_bytes;
+    a.group_bytes = W.group_bytes;
+    a.rows = W.rows;
+    a.nb = W.nb;
+    a.gb = W.gb;
+    a.n_tokens = n_tokens;
+    a.y = outs[i].y;
+    a.y_stride = W.rows;
+    off[i + 1] = off[i] + round_up(W.rows, qkernels::kPackRows);
+  }
+  const qkernels::QActs xa = quantize_activations(pool, x, K, nb, n_tokens);
+  for (qkernels::PackedArgs& a : args) a.x = xa;
   const qkernels::QKernelSet& ks = qkernel_set();
+  // Worker threads read the caller's thread_local vectors through these.
+  const qkernels::PackedArgs* ap = args.data();
+  const int64_t* op = off.data();
+  const size_t n = outs.size();
   pool.parallel_for(
-      W.rows, [&](int64_t r0, int64_t r1) { ks.packed_rows(a, r0, r1); },
-      row_grain(qkernels::kPackRows, W.cols, n_tokens));
+      op[n],
+      [&](int64_t r0, int64_t r1) {
+        for (size_t i = 0; i < n; ++i) {
+          const int64_t lo = std::max(r0, op[i]) - op[i];
+          const int64_t hi = std::min({r1 - op[i], op[i + 1] - op[i], ap[i].rows});
+          if (lo < hi) ks.packed_rows(ap[i], lo, hi);
+        }
+      },
+      row_grain(qkernels::kPackRows, K, n_tokens));
 }
 
 const char* qmatmul_packed_kernel_name() { return qkernel_set().packed_name; }
