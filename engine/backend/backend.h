@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct AttentionParams {
   float scale = 1.0f;             // 1 / sqrt(head_dim)
 };
 
+// One weight and its output in Backend::matmul_shared_input.
+struct MatmulOut {
+  const TensorView* W = nullptr;
+  float* y = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -42,6 +49,11 @@ class Backend {
   virtual void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) = 0;
   // y[r] = W x[r]
   virtual void matmul(const TensorView& W, const float* x, int n_rows, float* y) = 0;
+  // o.y[r] = o.W x[r] for every o of outs: several weights applied to one input (Q/K/V, gate/up).
+  // Bitwise the same as separate matmul calls; a backend may share the work on x between them.
+  virtual void matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) {
+    for (const MatmulOut& o : outs) matmul(*o.W, x, n_rows, o.y);
+  }
   // Rotates each head of x (n_rows x n_heads*head_dim) by the row's position.
   virtual void rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) = 0;
   // Writes the batch's new K and V rows (n_rows x kv_dim) into their cache slots.

@@ -38,9 +38,8 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
     // Attention block.
     be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
-    be_.matmul(L.wq, xb, n, q);
-    be_.matmul(L.wk, xb, n, k);
-    be_.matmul(L.wv, xb, n, v);
+    const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
+    be_.matmul_shared_input(xb, n, qkv);
     be_.rope(q, n, c.n_heads, positions_.data(), rope_);
     be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
     be_.store_kv(cache, l, batch, k, v);
@@ -49,8 +48,8 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     be_.add(x, xb, n * dim);
     // Feed-forward block: w2(silu(w1 x) * w3 x).
     be_.rmsnorm(x, L.ffn_norm.data(), n, c.dim, c.norm_eps, xb);
-    be_.matmul(L.w1, xb, n, hb);
-    be_.matmul(L.w3, xb, n, hb2);
+    const MatmulOut gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
+    be_.matmul_shared_input(xb, n, gate_up);
     be_.silu_mul(hb, hb2, int64_t(n) * c.hidden_dim);
     be_.matmul(L.w2, hb, n, xb);
     be_.add(x, xb, n * dim);

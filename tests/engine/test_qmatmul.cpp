@@ -315,6 +315,43 @@ void thread_invariant(const std::vector<DType>& types) {
   }
 }
 
+// Each level's quantizer must give the scalar one's bits (the repacked kernels' bitwise
+// agreement between levels rests on it): random rows with partial last blocks, all-zero
+// blocks, tiny and huge values, and values that land exactly on half steps (ties to even).
+TEST(QMatmul, EveryLevelQuantizesActivationsBitwiseLikeTheScalarLevel) {
+  for (int64_t K : {1, 5, 31, 32, 33, 64, 100, 2048, 2048 + 17}) {
+    std::vector<float> x = random_vector(static_cast<size_t>(K), 77u + static_cast<uint32_t>(K));
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t b = k / 32;
+      if (b % 5 == 1) x[static_cast<size_t>(k)] = 0.0f;                  // an all-zero block
+      if (b % 5 == 2) x[static_cast<size_t>(k)] *= 1e-30f;               // tiny scale
+      if (b % 5 == 3) x[static_cast<size_t>(k)] *= 1e30f;                // huge scale
+      // d = 1 and the rest on half steps: x * (1 / d) ties, rounded to even
+      if (b % 5 == 4) x[static_cast<size_t>(k)] = k % 32 == 0 ? 127.0f : 0.5f * static_cast<float>(k % 32 - 16);
+    }
+    const int64_t nb = (K + 31) / 32;
+    auto quantize = [&](SimdLevel level, std::vector<int8_t>& q, std::vector<float>& dc) {
+      SimdLevelGuard g(level);
+      q.assign(static_cast<size_t>(nb * 32), 99);
+      dc.assign(static_cast<size_t>(2 * nb + 1), -1.0f);
+      cpu::qmatmul_quantize_row(x.data(), K, q.data(), dc.data(), dc.data() + nb, dc.data() + 2 * nb);
+    };
+    std::vector<int8_t> q0, q;
+    std::vector<float> dc0, dc;
+    quantize(SimdLevel::Scalar, q0, dc0);
+    for (int64_t i = K; i < nb * 32; ++i) ASSERT_EQ(q0[static_cast<size_t>(i)], 0) << "K=" << K << " pad " << i;
+    if (nb > 1) {
+      ASSERT_EQ(dc0[1], 0.0f) << "K=" << K << ": the all-zero block has d = 0";
+    }
+    for (SimdLevel level : available_levels()) {
+      quantize(level, q, dc);
+      const std::string where = std::string(cpu::simd_level_name(level)) + " K=" + std::to_string(K);
+      ASSERT_EQ(std::memcmp(q.data(), q0.data(), q.size()), 0) << where << ": int8 values";
+      ASSERT_EQ(std::memcmp(dc.data(), dc0.data(), dc.size() * sizeof(float)), 0) << where << ": d, c, csum";
+    }
+  }
+}
+
 TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) { batch_invariant(kQTypes); }
 TEST(QMatmul, ResultsDoNotDependOnTheThreadCount) { thread_invariant(kQTypes); }
 TEST(QMatmulRepacked, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {

@@ -122,6 +122,73 @@ TEST(QRepack, EverySimdLevelGivesTheSameBits) {
   }
 }
 
+// qmatmul_packed_multi (one quantization of x, the rows of all matrices in one parallel pass)
+// gives each output the bits of its own qmatmul_packed call, at every level, for any batch
+// and thread count, with row counts that leave partial tiles between the matrices.
+TEST(QRepack, SharedInputMatmulsGiveTheBitsOfSeparateCalls) {
+  const int64_t rows[] = {37, 16, 50};
+  for (DType dt : kQ4Types) {
+    for (int64_t K : {int64_t{32}, int64_t{544}}) {
+      std::vector<std::unique_ptr<Weights>> w;
+      std::vector<std::unique_ptr<cpu::PackedQ4>> p;
+      ThreadPool pool1(1);
+      for (int i = 0; i < 3; ++i) {
+        w.push_back(std::make_unique<Weights>(dt, rows[i], K, static_cast<uint32_t>(20 + i)));
+        p.push_back(cpu::repack_q4(w.back()->view, pool1));
+      }
+      for (int64_t T : {1, 3}) {
+        const std::vector<float> x = random_vector(static_cast<size_t>(T * K), 11);
+        for (cpu::SimdLevel level : available_levels()) {
+          SimdLevelGuard g(level);
+          std::vector<std::vector<float>> want(3);
+          for (int i = 0; i < 3; ++i) {
+            want[i].assign(static_cast<size_t>(T * rows[i]), NAN);
+            cpu::qmatmul_packed(pool1, *p[i], x.data(), T, want[i].data());
+          }
+          for (int threads : {1, 2, 3}) {
+            ThreadPool pool(threads);
+            std::vector<std::vector<float>> y(3);
+            cpu::PackedOut outs[3];
+            for (int i = 0; i < 3; ++i) {
+              y[i].assign(want[i].size(), NAN);
+              outs[i] = {p[i].get(), y[i].data()};
+            }
+            cpu::qmatmul_packed_multi(pool, outs, x.data(), T);
+            for (int i = 0; i < 3; ++i) {
+              EXPECT_EQ(std::memcmp(y[i].data(), want[i].data(), sizeof(float) * y[i].size()), 0)
+                  << cpu::simd_level_name(level) << " " << dtype_name(dt) << " K=" << K << " T=" << T
+                  << " threads=" << threads << " matrix " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// CpuBackend::matmul_shared_input fuses repacked weights of one width and falls back to
+// separate calls otherwise (a Q8_0 weight in the list); the bits are those of matmul either way.
+TEST(QRepack, TheCpuBackendSharedInputMatmulEqualsSeparateMatmuls) {
+  CpuBackend be(2);
+  Weights a(DType::INT4_G32, 40, 96, 1), b(DType::INT4_G32, 24, 96, 2), c(DType::Q8_0, 8, 96, 3);
+  const std::vector<float> x = random_vector(2 * 96, 4);
+  for (bool with_q8 : {false, true}) {
+    std::vector<float> ya(2 * 40, NAN), yb(2 * 24, NAN), yc(2 * 8, NAN);
+    std::vector<MatmulOut> outs = {{&a.view, ya.data()}, {&b.view, yb.data()}};
+    if (with_q8) outs.push_back({&c.view, yc.data()});
+    be.matmul_shared_input(x.data(), 2, outs);
+    std::vector<float> wa(ya.size()), wb(yb.size()), wc(yc.size());
+    be.matmul(a.view, x.data(), 2, wa.data());
+    be.matmul(b.view, x.data(), 2, wb.data());
+    EXPECT_EQ(std::memcmp(ya.data(), wa.data(), sizeof(float) * ya.size()), 0) << "with_q8=" << with_q8;
+    EXPECT_EQ(std::memcmp(yb.data(), wb.data(), sizeof(float) * yb.size()), 0) << "with_q8=" << with_q8;
+    if (with_q8) {
+      be.matmul(c.view, x.data(), 2, wc.data());
+      EXPECT_EQ(std::memcmp(yc.data(), wc.data(), sizeof(float) * yc.size()), 0);
+    }
+  }
+}
+
 TEST(QRepack, AnonymousMemoryIsNeverHandedBack) {
   std::vector<uint8_t> v(1 << 20, 7);
   EXPECT_FALSE(release_mapped_pages(v.data(), v.size()));

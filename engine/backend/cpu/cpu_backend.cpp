@@ -38,6 +38,18 @@ void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* 
   cpu::matmul(pool_, W, x, n_rows, y);
 }
 
+void CpuBackend::matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) {
+  constexpr size_t kMax = 8;
+  cpu::PackedOut packed[kMax];
+  bool fused = outs.size() <= kMax;
+  for (size_t i = 0; fused && i < outs.size(); ++i) {
+    packed[i] = {repack_.get(*outs[i].W, pool_), outs[i].y};
+    fused = packed[i].W && packed[i].W->cols == packed[0].W->cols;
+  }
+  if (fused) cpu::qmatmul_packed_multi(pool_, std::span<const cpu::PackedOut>(packed, outs.size()), x, n_rows);
+  else Backend::matmul_shared_input(x, n_rows, outs);
+}
+
 void CpuBackend::rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) {
   const int hd = rp.head_dim, half = hd / 2;
   std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));

@@ -24,6 +24,9 @@ class CpuBackend final : public Backend {
   // 4-bit weights (cpu::repackable) run over a row-interleaved copy built on first use (or
   // by prepare); the rest in place (cpu::matmul).
   void matmul(const TensorView& W, const float* x, int n_rows, float* y) override;
+  // Repacked 4-bit weights of one width: x quantized once and all their rows in one parallel
+  // pass (cpu::qmatmul_packed_multi); anything else as separate matmul calls.
+  void matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) override;
   // Builds W's packed copy now (if its type has one), so the first request does not pay it.
   void prepare(const TensorView& W) { repack_.get(W, pool_); }
   const cpu::RepackCache& repacked() const { return repack_; }

@@ -5,12 +5,11 @@
 // d = max|x| / 127 (float), q = round(x / d) in [-127, 127] (int8, 0 past K) and
 // c = d * sum(q), which the weight types with an offset (Q4_0's -8, Q4_1 / INT4 minimums,
 // k-quant mins, INT8_ASYM_ROW's zero point) multiply. Each token row is quantized on its own,
-// so its blocks do not depend on the batch. The quantizer is plain scalar code shared by all
-// levels, so every SIMD level multiplies exactly the same integers.
+// so its blocks do not depend on the batch. Each level's quantizer (qquant*.cpp) gives the
+// scalar one's bits, so every SIMD level multiplies exactly the same integers.
 #include "backend/cpu/qmatmul.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -42,34 +41,16 @@ const qkernels::QKernelSet& qkernel_set() {
   return qkernels::scalar_qkernels();
 }
 
-// One block of up to 32 values (n of them; the rest of q is zero).
-void quantize_block(const float* x, int n, int8_t* q, float* d_out, float* c_out) {
-  float amax = 0.0f;
-  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  // Round to nearest even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22, and
-  // |x * id| <= 127 up to rounding): std::nearbyint is a library call on baseline x86-64,
-  // and this runs for every activation of every matmul.
-  constexpr float kMagic = 12582912.0f;
-  int32_t sum = 0;
-  for (int j = 0; j < kQB; ++j) {
-    const float r = j < n ? (x[j] * id + kMagic) - kMagic : 0.0f;
-    const int v = static_cast<int>(std::clamp(r, -127.0f, 127.0f));
-    q[j] = static_cast<int8_t>(v);
-    sum += v;
-  }
-  *d_out = d;
-  *c_out = d * static_cast<float>(sum);
-}
-
-void quantize_token(const float* x, int64_t K, int64_t nb, int8_t* q, float* d, float* c, float* csum) {
+// Full blocks by the current level's quantizer (bitwise the scalar one), the partial last
+// block by the scalar one; csum in increasing b.
+void quantize_token(const qkernels::QKernelSet& ks, const float* x, int64_t K, int64_t nb, int8_t* q, float* d,
+                    float* c, float* csum) {
+  const int64_t full = K / kQB;
+  ks.quantize(x, full, q, d, c);
+  if (full < nb) qkernels::quantize_block_scalar(x + full * kQB, static_cast<int>(K - full * kQB), q + full * kQB,
+                                                 d + full, c + full);
   float s = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const int n = static_cast<int>(std::min<int64_t>(kQB, K - b * kQB));
-    quantize_block(x + b * kQB, n, q + b * kQB, d + b, c + b);
-    s += c[b];
-  }
+  for (int64_t b = 0; b < nb; ++b) s += c[b];
   *csum = s;
 }
 
@@ -84,12 +65,16 @@ bool qmatmul_handles(DType dtype) { return qkernels::qtype(dtype); }
 
 const char* qmatmul_kernel_name() { return qkernel_set().name; }
 
+void qmatmul_quantize_row(const float* x, int64_t cols, int8_t* q, float* d, float* c, float* csum) {
+  quantize_token(qkernel_set(), x, cols, (cols + kQB - 1) / kQB, q, d, c, csum);
+}
+
 void qmatmul_activation_roundtrip(const float* x, int64_t cols, float* out) {
   const int64_t nb = (cols + kQB - 1) / kQB;
   std::vector<int8_t> q(static_cast<size_t>(nb * kQB));
   std::vector<float> d(static_cast<size_t>(nb)), c(static_cast<size_t>(nb));
   float csum;
-  quantize_token(x, cols, nb, q.data(), d.data(), c.data(), &csum);
+  qmatmul_quantize_row(x, cols, q.data(), d.data(), c.data(), &csum);
   for (int64_t k = 0; k < cols; ++k) out[k] = d[static_cast<size_t>(k / kQB)] * static_cast<float>(q[static_cast<size_t>(k)]);
 }
 
@@ -109,9 +94,10 @@ qkernels::QActs quantize_activations(ThreadPool& pool, const float* x, int64_t K
   float* d = f_buf.data();
   float* c = d + n_tokens * nb;
   float* csum = c + n_tokens * nb;
+  const qkernels::QKernelSet& ks = qkernel_set();
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      quantize_token(x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
+      quantize_token(ks, x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
     }
   });
   return {q, d, c, csum, q_stride};
@@ -143,23 +129,52 @@ void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_to
 }
 
 void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t n_tokens, float* y) {
-  if (n_tokens <= 0 || W.rows == 0) return;
-  qkernels::PackedArgs a;
-  a.dtype = W.dtype;
-  a.w = W.data();
-  a.tile_bytes = W.tile_bytes;
-  a.group_bytes = W.group_bytes;
-  a.rows = W.rows;
-  a.nb = W.nb;
-  a.gb = W.gb;
-  a.n_tokens = n_tokens;
-  a.y = y;
-  a.y_stride = W.rows;
-  a.x = quantize_activations(pool, x, W.cols, W.nb, n_tokens);
+  const PackedOut out{&W, y};
+  qmatmul_packed_multi(pool, std::span<const PackedOut>(&out, 1), x, n_tokens);
+}
+
+void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, const float* x, int64_t n_tokens) {
+  if (n_tokens <= 0 || outs.empty()) return;
+  const int64_t K = outs[0].W->cols, nb = outs[0].W->nb;
+  // The matrices side by side in one row space, each padded to whole tiles so that every
+  // chunk (a multiple of the tile) starts a tile in each matrix it touches.
+  thread_local std::vector<qkernels::PackedArgs> args;
+  thread_local std::vector<int64_t> off;
+  args.assign(outs.size(), {});
+  off.assign(outs.size() + 1, 0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const PackedQ4& W = *outs[i].W;
+    if (W.cols != K) throw Error("qmatmul_packed_multi", "weights of different widths share one input");
+    qkernels::PackedArgs& a = args[i];
+    a.dtype = W.dtype;
+    a.w = W.data();
+    a.tile_bytes = W.tile_bytes;
+    a.group_bytes = W.group_bytes;
+    a.rows = W.rows;
+    a.nb = W.nb;
+    a.gb = W.gb;
+    a.n_tokens = n_tokens;
+    a.y = outs[i].y;
+    a.y_stride = W.rows;
+    off[i + 1] = off[i] + round_up(W.rows, qkernels::kPackRows);
+  }
+  const qkernels::QActs xa = quantize_activations(pool, x, K, nb, n_tokens);
+  for (qkernels::PackedArgs& a : args) a.x = xa;
   const qkernels::QKernelSet& ks = qkernel_set();
+  // Worker threads read the caller's thread_local vectors through these.
+  const qkernels::PackedArgs* ap = args.data();
+  const int64_t* op = off.data();
+  const size_t n = outs.size();
   pool.parallel_for(
-      W.rows, [&](int64_t r0, int64_t r1) { ks.packed_rows(a, r0, r1); },
-      row_grain(qkernels::kPackRows, W.cols, n_tokens));
+      op[n],
+      [&](int64_t r0, int64_t r1) {
+        for (size_t i = 0; i < n; ++i) {
+          const int64_t lo = std::max(r0, op[i]) - op[i];
+          const int64_t hi = std::min({r1 - op[i], op[i + 1] - op[i], ap[i].rows});
+          if (lo < hi) ks.packed_rows(ap[i], lo, hi);
+        }
+      },
+      row_grain(qkernels::kPackRows, K, n_tokens));
 }
 
 const char* qmatmul_packed_kernel_name() { return qkernel_set().packed_name; }

@@ -27,6 +27,11 @@ void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_to
 // per block of 32 (d = max|x| / 127, q = round(x / d)) and decoded again as d * q.
 void qmatmul_activation_roundtrip(const float* x, int64_t cols, float* out);
 
+// One token row of `cols` values quantized as qmatmul does at the current simd_level() (the
+// same bits at every level): q gets ceil(cols / 32) * 32 values (0 past cols), d and c one
+// per block, csum their c summed in increasing block order.
+void qmatmul_quantize_row(const float* x, int64_t cols, int8_t* q, float* d, float* c, float* csum);
+
 // Name of the kernel set qmatmul uses now ("scalar", "avx2", "avx512vnni").
 const char* qmatmul_kernel_name();
 

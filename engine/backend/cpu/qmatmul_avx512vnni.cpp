@@ -30,7 +30,9 @@ struct V {
 }  // namespace avx512vnni
 
 const QKernelSet& avx512vnni_qkernels() {
-  static constexpr QKernelSet k = {"avx512vnni", &avx512vnni::rows, 4, &packed_rows_avx512vnni, "avx512vnni-x16"};
+  static constexpr QKernelSet k = {"avx512vnni",           &avx512vnni::rows,
+                                    4,                      &packed_rows_avx512vnni,
+                                    "avx512vnni-x16",       &quantize_blocks_avx512};
   return k;
 }
 

@@ -112,7 +112,17 @@ struct QKernelSet {
   // The same over repacked weights; r0 is a multiple of kPackRows, r1 one too or a.rows.
   void (*packed_rows)(const PackedArgs& a, int64_t r0, int64_t r1);
   const char* packed_name;
+  // Quantizes n_blocks full blocks of 32 activations (x + 32 b) into q + 32 b, d[b], c[b]; the
+  // same bits at every level (qquant*.cpp).
+  void (*quantize)(const float* x, int64_t n_blocks, int8_t* q, float* d, float* c);
 };
+
+// One activation block of n <= 32 values (q zero past n): d = max|x| / 127, q = round(x / d),
+// c = d * sum(q). The reference every level's quantize reproduces.
+void quantize_block_scalar(const float* x, int n, int8_t* q, float* d, float* c);
+void quantize_blocks_scalar(const float* x, int64_t n_blocks, int8_t* q, float* d, float* c);
+void quantize_blocks_avx2(const float* x, int64_t n_blocks, int8_t* q, float* d, float* c);
+void quantize_blocks_avx512(const float* x, int64_t n_blocks, int8_t* q, float* d, float* c);
 
 void packed_rows_scalar(const PackedArgs& a, int64_t r0, int64_t r1);
 void packed_rows_avx2(const PackedArgs& a, int64_t r0, int64_t r1);

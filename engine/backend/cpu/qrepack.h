@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +48,15 @@ void packed_block(const PackedQ4& p, int64_t r, int64_t b, qkernels::QBlock* out
 // y = W x over the packed copy at the current SIMD level; outputs as qmatmul() describes,
 // summed as in qmatmul_kernels.h (the same bits at every level and any batch / threads).
 void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t n_tokens, float* y);
+// Several packed matrices with the same cols applied to one input (Q/K/V, gate/up): x is
+// quantized once and the rows of all of them are split across the threads in one parallel
+// pass (one thread handoff instead of one per matrix). Each o.y is bitwise what
+// qmatmul_packed(*o.W, x) gives: every (row, token) output is summed on its own.
+struct PackedOut {
+  const PackedQ4* W = nullptr;
+  float* y = nullptr;
+};
+void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, const float* x, int64_t n_tokens);
 // Name of the repacked kernel qmatmul_packed uses now ("avx512vnni-x16", ...).
 const char* qmatmul_packed_kernel_name();
 
