@@ -4,7 +4,7 @@
 // millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
 // redraws at most every `min_interval_ms`, and stretches the interval so that drawing takes at
 // most `budget` of the time (interval = last draw's cost / budget, the cost in the GUI thread's
-// CPU time): a view that takes 3 ms to draw with a 2% budget redraws every 150 ms. Requests in
+// CPU time): a view that takes 3 ms to draw with a 5% budget redraws every 60 ms. Requests in
 // between coalesce into one draw.
 // `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
 // its cost to be measured.
@@ -19,9 +19,10 @@ namespace llmwb::ui {
 
 class FramePacer {
  public:
-  // The budget is per view: with the 2% default, the one chart on screen and the text views
-  // together stay near the 5% the design allows the GUI.
-  FramePacer(QObject* owner, std::function<void()> draw, double budget = 0.02, int min_interval_ms = 33);
+  // The budget is per view. 5%: on stories260K at ~4000 tok/s under Xvfb the throughput chart
+  // (~3 ms a draw) then redraws ~16 times a second with no measurable cost to generation; at
+  // 2% it drew 7 times a second, at 10% 26 times but generation lost ~5% (BENCHMARKS.md).
+  FramePacer(QObject* owner, std::function<void()> draw, double budget = 0.05, int min_interval_ms = 33);
 
   // Draws now when the budget allows, otherwise once at the earliest allowed time.
   void request();
