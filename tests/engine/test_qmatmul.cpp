@@ -323,11 +323,14 @@ TEST(QMatmul, EveryLevelQuantizesActivationsBitwiseLikeTheScalarLevel) {
     std::vector<float> x = random_vector(static_cast<size_t>(K), 77u + static_cast<uint32_t>(K));
     for (int64_t k = 0; k < K; ++k) {
       const int64_t b = k / 32;
-      if (b % 5 == 1) x[static_cast<size_t>(k)] = 0.0f;                  // an all-zero block
-      if (b % 5 == 2) x[static_cast<size_t>(k)] *= 1e-30f;               // tiny scale
-      if (b % 5 == 3) x[static_cast<size_t>(k)] *= 1e30f;                // huge scale
+      if (b % 6 == 1) x[static_cast<size_t>(k)] = 0.0f;                  // an all-zero block
+      if (b % 6 == 2) x[static_cast<size_t>(k)] *= 1e-30f;               // tiny scale
+      if (b % 6 == 3) x[static_cast<size_t>(k)] *= 1e30f;                // huge scale
       // d = 1 and the rest on half steps: x * (1 / d) ties, rounded to even
-      if (b % 5 == 4) x[static_cast<size_t>(k)] = k % 32 == 0 ? 127.0f : 0.5f * static_cast<float>(k % 32 - 16);
+      if (b % 6 == 4) x[static_cast<size_t>(k)] = k % 32 == 0 ? 127.0f : 0.5f * static_cast<float>(k % 32 - 16);
+      // amax ~1e-37: d = amax / 127 is denormal and 1 / d overflows; with exact zeros in the
+      // block an infinite inverse would make 0 * inf = NaN
+      if (b % 6 == 5) x[static_cast<size_t>(k)] = k % 3 == 0 ? 0.0f : x[static_cast<size_t>(k)] * 1e-37f;
     }
     const int64_t nb = (K + 31) / 32;
     auto quantize = [&](SimdLevel level, std::vector<int8_t>& q, std::vector<float>& dc) {

@@ -18,13 +18,22 @@
 // per-row scale of the INT8 row types (1 otherwise). The summation order is in QUANTIZATION.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "model/tensor.h"
 
 namespace llmwb::cpu::qkernels {
 
 constexpr int kQB = 32;   // elements per activation block and per weight block
+
+// 1 / d for an activation block's scale d = amax / 127, the same on every level: 0 for an
+// all-zero block, and capped at FLT_MAX when d is denormal (amax < ~3.7e-37) so that 1 / d
+// cannot overflow to infinity and turn an exact zero into 0 * inf = NaN.
+inline float activation_inverse_scale(float d) {
+  return d != 0.0f ? std::min(1.0f / d, std::numeric_limits<float>::max()) : 0.0f;
+}
 
 // Token rows quantized per block of 32 (qmatmul.cpp, quantize_activations).
 struct QActs {

@@ -13,7 +13,7 @@ void quantize_block_scalar(const float* x, int n, int8_t* q, float* d_out, float
   float amax = 0.0f;
   for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float id = activation_inverse_scale(d);
   // Round to nearest even by adding and subtracting 1.5 * 2^23 (exact for |v| < 2^22, and
   // |x * id| <= 127 up to rounding): std::nearbyint is a library call on baseline x86-64.
   // The SIMD quantizers round the same float product with a rounding instruction instead.

@@ -24,7 +24,7 @@ void quantize_blocks_avx2(const float* x, int64_t n_blocks, int8_t* q, float* d,
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
     const float db = amax / 127.0f;
-    const __m256 id = _mm256_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
+    const __m256 id = _mm256_set1_ps(activation_inverse_scale(db));
     __m256i iv[4];
     for (int i = 0; i < 4; ++i) {
       const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

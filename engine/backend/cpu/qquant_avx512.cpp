@@ -22,7 +22,7 @@ void quantize_blocks_avx512(const float* x, int64_t n_blocks, int8_t* q, float* 
     const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float db = amax / 127.0f;
-    const __m512 id = _mm512_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
+    const __m512 id = _mm512_set1_ps(activation_inverse_scale(db));
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     const __m512 r0 = _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v0, id), kRound), lo), hi);
     const __m512 r1 = _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v1, id), kRound), lo), hi);
