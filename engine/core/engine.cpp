@@ -177,9 +177,16 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (!device) {
     // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each
     // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h).
-    report(0.9, "repacking 4-bit weights");
-    for (const LlamaLayerWeights& l : weights.layers)
+    // Progress (and the chance to cancel) after every layer: a 7B model takes seconds here.
+    const size_t n_layers = weights.layers.size();
+    for (size_t i = 0; i < n_layers; ++i) {
+      report(0.9 + 0.1 * double(i) / double(n_layers + 1),
+             "preparing weights for the CPU kernels (layer " + std::to_string(i + 1) + "/" +
+                 std::to_string(n_layers) + ")");
+      const LlamaLayerWeights& l = weights.layers[i];
       for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) backend->prepare(*t);
+    }
+    report(0.9 + 0.1 * double(n_layers) / double(n_layers + 1), "preparing the output head for the CPU kernels");
     backend->prepare(weights.output);
   }
   model = std::make_unique<LlamaModel>(file->config, std::move(weights), *backend);

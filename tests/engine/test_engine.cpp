@@ -542,3 +542,35 @@ TEST(Engine, AttentionCaptureRecordsSoftmaxRows) {
 }
 
 }  // namespace
+
+// Preparing 4-bit weights for the CPU kernels (repacking) reports progress after every layer
+// and honours a cancel there: the GUI's Cancel must work during it, not only while reading.
+TEST(Engine, LoadingReportsAndHonoursCancelWhilePreparingWeights) {
+  const std::string path = make_test_model("wide", 256, 512, 8, 4, 600, DType::Q4_0, 5);
+  EngineConfig c;
+  c.model = path;
+  std::vector<std::string> preparing;
+  std::vector<double> fractions;
+  {
+    Engine e(c, [&](double f, const std::string& what) {
+      if (what.rfind("preparing", 0) == 0) preparing.push_back(what), fractions.push_back(f);
+      return true;
+    });
+  }
+  ASSERT_EQ(preparing.size(), 2u + 1u) << "one report per layer (the test model has 2) and one for the head";
+  EXPECT_EQ(preparing[0], "preparing weights for the CPU kernels (layer 1/2)");
+  for (size_t i = 1; i < fractions.size(); ++i) EXPECT_GT(fractions[i], fractions[i - 1]);
+  EXPECT_LT(fractions.back(), 1.0);
+
+  int calls = 0;
+  try {
+    Engine e(c, [&](double, const std::string& what) {
+      if (what.rfind("preparing", 0) == 0) ++calls;
+      return calls < 2;   // cancel at the second layer
+    });
+    FAIL() << "the load was not cancelled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("loading cancelled"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls, 2);
+}
