@@ -12,9 +12,7 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.model = model.toStdString();
   c.tokenizer = tokenizer.toStdString();
   c.backend = backend.toStdString();
-  // "Automatic" leaves one core to the GUI thread: with every core in the engine's thread pool,
-  // each millisecond spent painting would hold up a whole parallel step at its barrier.
-  c.threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()) - 1);
+  c.threads = threads > 0 ? threads : automatic_threads();
   c.block_size = block_size;
   c.max_num_seqs = max_num_seqs;
   c.max_num_batched_tokens = max_num_batched_tokens;
@@ -23,6 +21,12 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.kv_dtype = kv_dtype.toStdString();
   c.enable_prefix_caching = enable_prefix_caching;
   return c;
+}
+
+int AppSettings::automatic_threads() {
+  // With every core in the engine's thread pool, each millisecond spent painting would hold up a
+  // whole parallel step at its barrier.
+  return std::max(1, int(std::thread::hardware_concurrency()) - 1);
 }
 
 AppSettings AppSettings::load() {

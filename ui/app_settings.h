@@ -28,6 +28,9 @@ struct AppSettings {
   void save() const;
 
   static QStringList recent_models();
+  // The engine thread count for "automatic" (threads == 0): all cores but one, so that the GUI
+  // thread never holds up a parallel step at its barrier while it paints.
+  static int automatic_threads();
   static void add_recent_model(const QString& path);
 };
 

@@ -5,12 +5,13 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include "app_settings.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::ui {
 
 EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
-  base.threads = threads;
+  base.threads = threads > 0 ? threads : AppSettings::automatic_threads();
   base.block_size = block_size;
   base.max_num_seqs = max_num_seqs;
   base.max_num_batched_tokens = max_num_batched_tokens;

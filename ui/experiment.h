@@ -17,7 +17,7 @@ namespace llmwb::ui {
 // The engine settings one column of an experiment varies; the model is the one loaded.
 struct ExperimentConfig {
   QString name;
-  int threads = 0;
+  int threads = 0;   // 0 = automatic (AppSettings::automatic_threads)
   int block_size = 16;
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;

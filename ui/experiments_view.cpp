@@ -182,7 +182,7 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
     s->setValue(value);
     configs_->setCellWidget(row, col, s);
   };
-  spin(kThreads, c.threads, 0, 1024, tr("all"));
+  spin(kThreads, c.threads, 0, 1024, tr("auto"));  // as the main engine: all cores but one
   spin(kBlockSize, c.block_size, 1, 1024);
   spin(kMaxSeqs, c.max_num_seqs, 1, 4096);
   spin(kMaxBatched, c.max_num_batched_tokens, 1, 1 << 20);

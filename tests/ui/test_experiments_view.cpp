@@ -10,6 +10,7 @@
 #include <QTextBrowser>
 #include <QComboBox>
 
+#include "app_settings.h"
 #include "experiments_view.h"
 #include "llmwb/quant_report.h"
 #include "settings_dialog.h"
@@ -100,6 +101,18 @@ class TestExperimentsView : public QObject {
     QCOMPARE(d.settings().engine_config("m.gguf", "").kv_dtype, std::string("int8"));
     kv->setCurrentText("f32");
     QCOMPARE(d.settings().kv_dtype, QString("f32"));
+  }
+
+  // "auto" threads run a configuration like the main engine (all cores but one, so the GUI
+  // thread cannot stall its parallel steps); a number is taken as it is.
+  void automatic_threads_match_the_main_engine() {
+    EngineConfig base;
+    ui::ExperimentConfig c = ui::ExperimentConfig::named("auto");
+    QCOMPARE(c.apply_to(base).threads, ui::AppSettings::automatic_threads());
+    QCOMPARE(c.apply_to(base).threads, ui::AppSettings{}.engine_config("m.gguf", "").threads);
+    QVERIFY(ui::AppSettings::automatic_threads() >= 1);
+    c.threads = 3;
+    QCOMPARE(c.apply_to(base).threads, 3);
   }
 
   void first_divergence_finds_the_first_differing_token() {
