@@ -51,6 +51,18 @@ void put_legend_below(QCustomPlot* plot) {
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
 
+QCPScatterStyle disc_scatter(const QColor& color, int diameter) {
+  // One pixel of transparent border each side, so that the antialiased edge is not cut off.
+  QPixmap disc(diameter + 2, diameter + 2);
+  disc.fill(Qt::transparent);
+  QPainter p(&disc);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setPen(Qt::NoPen);
+  p.setBrush(color);
+  p.drawEllipse(QRectF(1, 1, diameter, diameter));
+  return QCPScatterStyle(disc);
+}
+
 double nice_ceiling(double v) {
   if (!(v > 1.0)) return 1.0;  // also NaN
   const double decade = std::pow(10.0, std::floor(std::log10(v)));

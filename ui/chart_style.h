@@ -4,6 +4,7 @@
 #include <QColor>
 
 class QCustomPlot;
+class QCPScatterStyle;
 
 namespace llmwb::ui {
 
@@ -18,6 +19,10 @@ void put_legend_below(QCustomPlot* plot);
 // rounded so changes only when the data cross such a step, and keeps its tick labels (and
 // QCustomPlot's cached images of them) the same from frame to frame.
 double nice_ceiling(double v);
+
+// A filled disc of `diameter` pixels as a scatter style that stamps one antialiased image per
+// point: QCPScatterStyle::ssDisc rasterizes an antialiased ellipse per point on every draw.
+QCPScatterStyle disc_scatter(const QColor& color, int diameter);
 
 // Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 QColor series_color(int index);
