@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace llmwb::ui {
@@ -69,6 +70,17 @@ double nice_ceiling(double v) {
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * decade >= v) return m * decade;
   return 10.0 * decade;
+}
+
+QCPRange stepped_time_range(double first, double last, double window) {
+  const double span = last - first;
+  if (span <= window) {
+    const double chunk = nice_ceiling(span / 10.0);
+    return {first, first + std::max(1.0, std::ceil(span / chunk) * chunk)};
+  }
+  const double chunk = nice_ceiling(window / 10.0);
+  const double from = first + std::floor((last - window - first) / chunk) * chunk;
+  return {from, from + window + chunk};
 }
 
 QColor series_color(int index) {

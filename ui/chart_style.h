@@ -5,6 +5,7 @@
 
 class QCustomPlot;
 class QCPScatterStyle;
+class QCPRange;
 
 namespace llmwb::ui {
 
@@ -23,6 +24,12 @@ double nice_ceiling(double v);
 // A filled disc of `diameter` pixels as a scatter style that stamps one antialiased image per
 // point: QCPScatterStyle::ssDisc rasterizes an antialiased ellipse per point on every draw.
 QCPScatterStyle disc_scatter(const QColor& color, int diameter);
+
+// A time axis for data from `first` to `last` (seconds) that live charts can keep cached: the
+// whole span while it is shorter than `window`, then the window sliding along, its ends moving
+// in chunks (a tenth of the span in 1-2-5 steps, at least 1 s), so that it changes at most
+// about once a second. The newest point is never more than a chunk from the right edge.
+QCPRange stepped_time_range(double first, double last, double window);
 
 // Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 QColor series_color(int index);

@@ -13,26 +13,6 @@
 
 namespace llmwb::ui {
 
-namespace {
-
-// The time axis for data from `first` to `last`: the whole span while it is shorter than the
-// window, then the window sliding along. Its ends move in chunks (a tenth of the span in 1-2-5
-// steps, at least 1 s), so that it changes at most about once a second and the cached layer
-// with the axes stays valid for the frames in between; the newest point is never more than a
-// chunk from the right edge.
-QCPRange time_range(double first, double last, double window) {
-  const double span = last - first;
-  if (span <= window) {
-    const double chunk = nice_ceiling(span / 10.0);
-    return {first, first + std::max(1.0, std::ceil(span / chunk) * chunk)};
-  }
-  const double chunk = nice_ceiling(window / 10.0);
-  const double from = first + std::floor((last - window - first) / chunk) * chunk;
-  return {from, from + window + chunk};
-}
-
-}  // namespace
-
 ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new LivePlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -154,7 +134,7 @@ bool ThroughputChart::update_ranges() {
     axis->setRange(range);
     changed = true;
   };
-  set(plot_->xAxis, time_range(first_time_, last_time_, window_seconds_));
+  set(plot_->xAxis, stepped_time_range(first_time_, last_time_, window_seconds_));
   // Value axes in 1-2-5 steps: they change only when the data cross a step.
   bool found = false;
   QCPRange r = plot_->graph(0)->getValueRange(found);

@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 
+#include "live_view.h"
 #include "workbench.h"
 
 namespace llmwb::gui {
@@ -64,6 +65,9 @@ class BenchMode : public QObject {
   long draws_start_ = 0;
   long full_replots_start_ = 0;
   double draw_ms_start_ = 0.0;
+  const ui::LiveView* raised_ = nullptr;  // the live view of the dock raised, if any
+  long raised_draws_start_ = 0;
+  double raised_draw_ms_start_ = 0.0;
   long deliveries_start_ = 0, wakeups_start_ = 0;
   std::map<std::string, double> threads_start_;
   struct PaintCount {

@@ -251,6 +251,44 @@ class TestLiveCharts : public QObject {
     QCOMPARE(chart.full_replots(), full + 1);
   }
 
+  void kv_chart_keeps_one_point_per_change_and_every_value() {
+    ui::KvBlockMap kv;
+    QCPGraph* used = kv.plot()->graph(0);
+    // 45 s of steps, 20 a second: blocks in use 1, then 2, then 5 for 40 s (longer than the
+    // 30 s window), then 3.
+    std::vector<ui::StepRecord> all;
+    quint64 step = 0;
+    for (int i = 0; i < 900; ++i) {
+      ui::StepRecord s;
+      s.step = step++;
+      s.time = 0.05 * (i + 1);
+      s.step_seconds = 0.05;
+      s.num_decode_tokens = 1;
+      s.blocks_used = i < 20 ? 1 : i < 40 ? 2 : i < 840 ? 5 : 3;
+      all.push_back(s);
+    }
+    for (size_t f = 0; f < all.size(); f += 10) {
+      ui::TelemetryFrame frame;
+      frame.steps.assign(all.begin() + long(f), all.begin() + long(f) + 10);
+      auto latest = std::make_shared<StepTelemetry>();
+      latest->time = frame.steps.back().time;
+      frame.latest = latest;
+      kv.add_frame(frame);
+    }
+    // A few points, not one per step; the line ends at the newest step.
+    QVERIFY2(used->dataCount() <= 8, qPrintable(QString::number(used->dataCount())));
+    QCOMPARE((used->data()->constEnd() - 1)->key, all.back().time);
+    // Read as a step line (each value holds until the next point), it gives every step's value
+    // in the last 30 s, the window's left edge included.
+    const double from = all.back().time - 30.0;
+    QVERIFY(used->data()->constBegin()->key <= from);
+    for (const ui::StepRecord& s : all) {
+      if (s.time < from) continue;
+      auto at = used->data()->findEnd(s.time, false) - 1;  // the last point at or before s.time
+      QCOMPARE(at->value, double(s.blocks_used));
+    }
+  }
+
   void streaming_does_not_relayout_the_window_or_reflow_the_chips() {
     // The central tab widget repaints itself whole on every layout request that reaches it;
     // a label re-measured per delta used to send it one each time.
