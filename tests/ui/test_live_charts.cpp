@@ -251,6 +251,49 @@ class TestLiveCharts : public QObject {
     QCOMPARE(chart.full_replots(), full + 1);
   }
 
+  void timeline_steps_redraw_only_the_bars() {
+    ui::TimelineView timeline;
+    timeline.resize(800, 400);
+    timeline.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&timeline));
+    quint64 step = 0;
+    auto add = [&]() {
+      const long drawn = timeline.draw_count();
+      timeline.add_frame(burst(0.01 * double(step), 10, 0.01, step));
+      step += 10;
+      return QTest::qWaitFor([&] { return timeline.draw_count() > drawn; }, 5000);
+    };
+    // Probes first: a layerable joining a layer invalidates its buffer.
+    ui::LivePlot* plots[] = {timeline.gantt(), timeline.batch()};
+    std::vector<LayerDrawProbe*> axes, live;
+    for (ui::LivePlot* p : plots) {
+      axes.push_back(new LayerDrawProbe(p, "axes"));
+      live.push_back(new LayerDrawProbe(p, p->live_layer()->name()));
+    }
+    for (int f = 0; f < 6; ++f) QVERIFY(add());  // more steps than the view keeps
+    QCOMPARE(timeline.steps_shown(), ui::TimelineView::kSteps);
+    std::vector<int> axes_draws, live_draws;
+    std::vector<long> full;
+    for (size_t i = 0; i < 2; ++i) {
+      axes_draws.push_back(axes[i]->draws);
+      live_draws.push_back(live[i]->draws);
+      full.push_back(plots[i]->full_replots());
+    }
+    // Steps like the ones before: the axes (counted back from the newest step) stay.
+    QVERIFY(add());
+    for (size_t i = 0; i < 2; ++i) {
+      QCOMPARE(live[i]->draws, live_draws[i] + 1);
+      QCOMPARE(axes[i]->draws, axes_draws[i]);
+      QCOMPARE(plots[i]->full_replots(), full[i]);
+    }
+    // The batch chart's newest bar is at 0 steps back, its oldest at kSteps - 1.
+    QCPBars* decode = qobject_cast<QCPBars*>(timeline.batch()->plottable(1));
+    QVERIFY(decode);
+    QCOMPARE(decode->data()->size(), ui::TimelineView::kSteps);
+    QCOMPARE((decode->data()->constEnd() - 1)->key, 0.0);
+    QCOMPARE(decode->data()->constBegin()->key, double(1 - ui::TimelineView::kSteps));
+  }
+
   void kv_chart_keeps_one_point_per_change_and_every_value() {
     ui::KvBlockMap kv;
     QCPGraph* used = kv.plot()->graph(0);
