@@ -83,6 +83,12 @@ QCPRange stepped_time_range(double first, double last, double window) {
   return {from, from + window + chunk};
 }
 
+bool set_axis_range(QCPAxis* axis, const QCPRange& range) {
+  if (axis->range() == range) return false;
+  axis->setRange(range);
+  return true;
+}
+
 QColor series_color(int index) {
   static const QColor colors[] = {QColor(0, 114, 178), QColor(230, 159, 0), QColor(0, 158, 115),
                                   QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),

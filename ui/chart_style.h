@@ -5,6 +5,7 @@
 
 class QCustomPlot;
 class QCPScatterStyle;
+class QCPAxis;
 class QCPRange;
 
 namespace llmwb::ui {
@@ -30,6 +31,9 @@ QCPScatterStyle disc_scatter(const QColor& color, int diameter);
 // in chunks (a tenth of the span in 1-2-5 steps, at least 1 s), so that it changes at most
 // about once a second. The newest point is never more than a chunk from the right edge.
 QCPRange stepped_time_range(double first, double last, double window);
+
+// Sets `axis` to `range`; true if that changed it (a live chart then replots every layer).
+bool set_axis_range(QCPAxis* axis, const QCPRange& range);
 
 // Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 QColor series_color(int index);

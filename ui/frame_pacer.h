@@ -14,9 +14,9 @@
 #include <QElapsedTimer>
 #include <QObject>
 
-class QScreen;
-
 #include <functional>
+
+class QScreen;
 
 namespace llmwb::ui {
 

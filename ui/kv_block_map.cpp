@@ -131,22 +131,16 @@ void KvBlockMap::show_snapshot() {
 
 bool KvBlockMap::update_ranges() {
   if (!latest_ || first_time_ < 0) return false;
-  bool changed = false;
-  auto set = [&changed](QCPAxis* axis, const QCPRange& range) {
-    if (axis->range() == range) return;
-    axis->setRange(range);
-    changed = true;
-  };
   // The last 30 s; before that the data fill the width. In steps, so that most draws
   // redraw the graphs alone.
-  set(plot_->xAxis, stepped_time_range(first_time_, latest_->time, 30.0));
+  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, latest_->time, 30.0));
   double top = 4.0;
   for (int g = 0; g < 2; ++g) {
     bool found = false;
     const QCPRange r = plot_->graph(g)->getValueRange(found);
     if (found) top = std::max(top, r.upper * 1.2 + 1.0);
   }
-  set(plot_->yAxis, QCPRange(0, nice_ceiling(top)));
+  changed |= set_axis_range(plot_->yAxis, QCPRange(0, nice_ceiling(top)));
   return changed;
 }
 
@@ -154,14 +148,10 @@ void KvBlockMap::draw() {
   show_snapshot();
   // Here rather than per frame: finding the value range visits every point of the window
   // (one per engine step), work for nobody while the view is off screen.
-  const bool ranges_changed = update_ranges();
+  const bool everything = update_ranges() || replot_all_;
+  replot_all_ = false;
   grid_->repaint();
-  if (ranges_changed || replot_all_) {
-    replot_all_ = false;
-    plot_->replot(QCustomPlot::rpImmediateRefresh);
-  } else {
-    plot_->replot_live(plot_->axisRect()->rect());
-  }
+  plot_->redraw(everything, plot_->axisRect()->rect());
 }
 
 void KvBlockMap::restyle() {

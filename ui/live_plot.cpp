@@ -23,6 +23,11 @@ LivePlot::LivePlot(QWidget* parent) : QCustomPlot(parent) {
   connect(this, &QCustomPlot::beforeReplot, this, [this] { ++full_replots_; });
 }
 
+void LivePlot::redraw(bool everything, const QRegion& area) {
+  if (everything) replot(rpImmediateRefresh);
+  else replot_live(area);
+}
+
 void LivePlot::replot_live(const QRegion& area) {
   // setupPaintBuffers() gives the last layer, buffered, the last buffer.
   if (hasInvalidatedPaintBuffers() || mPaintBuffers.isEmpty() || mLayers.last() != live_) {

@@ -27,6 +27,10 @@ class LivePlot : public QCustomPlot {
   // buffers are not valid (resized, never drawn).
   void replot_live(const QRegion& area);
 
+  // What a live view's draw does: replots every layer if `everything` (an axis range changed,
+  // the data were replaced, the style changed), else the live layer inside `area`.
+  void redraw(bool everything, const QRegion& area);
+
   // Replots (all layers) so far, by whatever cause (resizes too); tests check that data
   // updates leave the cached layers alone.
   long full_replots() const { return full_replots_; }

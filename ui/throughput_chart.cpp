@@ -128,19 +128,13 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
 
 bool ThroughputChart::update_ranges() {
   if (last_time_ < 0 || first_time_ < 0) return false;
-  bool changed = false;
-  auto set = [&changed](QCPAxis* axis, const QCPRange& range) {
-    if (axis->range() == range) return;
-    axis->setRange(range);
-    changed = true;
-  };
-  set(plot_->xAxis, stepped_time_range(first_time_, last_time_, window_seconds_));
+  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, last_time_, window_seconds_));
   // Value axes in 1-2-5 steps: they change only when the data cross a step.
   bool found = false;
   QCPRange r = plot_->graph(0)->getValueRange(found);
-  if (found) set(plot_->yAxis, QCPRange(0, nice_ceiling(r.upper * 1.1)));
+  if (found) changed |= set_axis_range(plot_->yAxis, QCPRange(0, nice_ceiling(r.upper * 1.1)));
   r = plot_->graph(1)->getValueRange(found);
-  if (found) set(plot_->yAxis2, QCPRange(0, nice_ceiling(r.upper * 1.1)));
+  if (found) changed |= set_axis_range(plot_->yAxis2, QCPRange(0, nice_ceiling(r.upper * 1.1)));
   return changed;
 }
 
@@ -162,13 +156,10 @@ void ThroughputChart::update_title() {
 }
 
 void ThroughputChart::draw() {
-  if (update_ranges() || replot_all_) {
-    replot_all_ = false;
-    plot_->replot(QCustomPlot::rpImmediateRefresh);
-    return;
-  }
-  // Only the data and the title changed.
-  plot_->replot_live(QRegion(plot_->axisRect()->rect()) + title_->outerRect());
+  const bool everything = update_ranges() || replot_all_;
+  replot_all_ = false;
+  // Else only the data and the title changed.
+  plot_->redraw(everything, QRegion(plot_->axisRect()->rect()) + title_->outerRect());
 }
 
 void ThroughputChart::restyle() {

@@ -11,19 +11,6 @@ namespace llmwb::ui {
 namespace {
 // Gantt rows, top to bottom.
 enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kSchedule = 3 };
-
-// Sets `axis` to `range`; true if that changed it.
-bool set_range(QCPAxis* axis, const QCPRange& range) {
-  if (axis->range() == range) return false;
-  axis->setRange(range);
-  return true;
-}
-
-// Replots `plot` whole when its axes changed, else its live layer inside the axis rect.
-void replot(LivePlot* plot, bool axes_changed) {
-  if (axes_changed) plot->replot(QCustomPlot::rpImmediateRefresh);
-  else plot->replot_live(plot->axisRect()->rect());
-}
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
@@ -123,22 +110,22 @@ void TimelineView::draw() {
       decode << s.num_decode_tokens;
     }
     const double span_ms = nice_ceiling(std::abs(earliest) * 1.02);
-    gantt_changed = set_range(gantt_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
+    gantt_changed = set_axis_range(gantt_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
   } else {
-    gantt_changed = set_range(gantt_->xAxis, QCPRange(-10, 0));
+    gantt_changed = set_axis_range(gantt_->xAxis, QCPRange(-10, 0));
   }
-  bool batch_changed = set_range(batch_->xAxis, QCPRange(0.4 - kSteps, 0.6));
+  bool batch_changed = set_axis_range(batch_->xAxis, QCPRange(0.4 - kSteps, 0.6));
   for (size_t i = used_bars; i < bars_.size(); ++i) bars_[i]->setVisible(false);
   prefill_bars_->setData(keys, prefill, true);
   decode_bars_->setData(keys, decode, true);
   double top = 1.0;
   for (int i = 0; i < keys.size(); ++i) top = std::max(top, prefill[i] + decode[i]);
-  batch_changed |= set_range(batch_->yAxis, QCPRange(0, nice_ceiling(top * 1.15)));
+  batch_changed |= set_axis_range(batch_->yAxis, QCPRange(0, nice_ceiling(top * 1.15)));
   const double width = keys.size() > 1 ? 0.8 : 0.5;
   prefill_bars_->setWidth(width);
   decode_bars_->setWidth(width);
-  replot(gantt_, gantt_changed || replot_all_);
-  replot(batch_, batch_changed || replot_all_);
+  gantt_->redraw(gantt_changed || replot_all_, gantt_->axisRect()->rect());
+  batch_->redraw(batch_changed || replot_all_, batch_->axisRect()->rect());
   replot_all_ = false;
 }
 
