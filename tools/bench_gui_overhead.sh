@@ -68,14 +68,19 @@ for row in open(sys.argv[1]):
     runs.setdefault(b, {}).setdefault(int(p), {})[j["mode"]] = j
 print()
 for b, pairs in runs.items():
-    ratios, head, gui, gui_ms, x_ms, draws, eng_h, eng_g = [], [], [], [], [], [], [], []
+    ratios, head, gui, gui_ms, x_ms, draws, draw_ms, eng_h, eng_g = [], [], [], [], [], [], [], [], []
     for p, m in sorted(pairs.items()):
         h, g = m["headless"], m["gui"]
         head.append(h["tok_s"]); gui.append(g["tok_s"])
         ratios.append(g["tok_s"] / h["tok_s"])
         gui_ms.append(g["main_thread_cpu_ms_per_1k_tokens"])
         x_ms.append(1e6 * g["xvfb_cpu_s"] / g["tokens"])
-        draws.append(g["throughput_chart_draws_per_s"])
+        # The raised view's draws. Binaries before those fields report the throughput chart's
+        # only, and only its last draw's cost.
+        if "view_draws_per_s" in g:
+            draws.append(g["view_draws_per_s"]); draw_ms.append(g["view_mean_draw_ms"])
+        elif g["view"] == "throughput":
+            draws.append(g["throughput_chart_draws_per_s"]); draw_ms.append(g["throughput_chart_last_draw_ms"])
         # The engine's own CPU per 1000 tokens: the main thread headless, the worker in the GUI.
         eng_h.append(h["main_thread_cpu_ms_per_1k_tokens"])
         eng_g.append(1e6 * g["thread_cpu_s"].get("llmwb-engine", 0.0) / g["tokens"])
@@ -85,6 +90,7 @@ for b, pairs in runs.items():
     print(f"  overhead median {100 * (1 - med(ratios)):.1f}%  (per pair: {', '.join(f'{100 * (1 - r):.1f}' for r in ratios)})")
     print(f"  GUI thread CPU ms per 1000 tokens median {med(gui_ms):.1f}   X server {med(x_ms):.1f}")
     print(f"  engine CPU ms per 1000 tokens median: headless {med(eng_h):.1f}, with the GUI {med(eng_g):.1f}")
-    print(f"  throughput chart draws/s median {med(draws):.1f}")
+    if draws:
+        print(f"  {g['view']} view draws/s median {med(draws):.1f}, ms per draw (GUI thread CPU) median {med(draw_ms):.2f}")
 PY
 rm -f "$out"

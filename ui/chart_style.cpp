@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace llmwb::ui {
@@ -51,12 +52,41 @@ void put_legend_below(QCustomPlot* plot) {
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
 
+QCPScatterStyle disc_scatter(const QColor& color, int diameter) {
+  // One pixel of transparent border each side, so that the antialiased edge is not cut off.
+  QPixmap disc(diameter + 2, diameter + 2);
+  disc.fill(Qt::transparent);
+  QPainter p(&disc);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setPen(Qt::NoPen);
+  p.setBrush(color);
+  p.drawEllipse(QRectF(1, 1, diameter, diameter));
+  return QCPScatterStyle(disc);
+}
+
 double nice_ceiling(double v) {
   if (!(v > 1.0)) return 1.0;  // also NaN
   const double decade = std::pow(10.0, std::floor(std::log10(v)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * decade >= v) return m * decade;
   return 10.0 * decade;
+}
+
+QCPRange stepped_time_range(double first, double last, double window) {
+  const double span = last - first;
+  if (span <= window) {
+    const double chunk = nice_ceiling(span / 10.0);
+    return {first, first + std::max(1.0, std::ceil(span / chunk) * chunk)};
+  }
+  const double chunk = nice_ceiling(window / 10.0);
+  const double from = first + std::floor((last - window - first) / chunk) * chunk;
+  return {from, from + window + chunk};
+}
+
+bool set_axis_range(QCPAxis* axis, const QCPRange& range) {
+  if (axis->range() == range) return false;
+  axis->setRange(range);
+  return true;
 }
 
 QColor series_color(int index) {

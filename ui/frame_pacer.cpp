@@ -1,5 +1,6 @@
 #include "frame_pacer.h"
 
+#include <QScreen>
 #include <QTimer>
 
 #include <algorithm>
@@ -10,6 +11,11 @@ namespace llmwb::ui {
 
 FramePacer::FramePacer(QObject* owner, std::function<void()> draw, double budget, int min_interval_ms)
     : owner_(owner), draw_(std::move(draw)), budget_(budget), min_interval_ms_(min_interval_ms) {}
+
+int FramePacer::frame_interval_ms(const QScreen* screen) {
+  const double hz = screen ? screen->refreshRate() : 0.0;
+  return std::max(4, int(1000.0 / (hz >= 1.0 ? hz : 60.0)));
+}
 
 void FramePacer::request() {
   if (pending_) return;
@@ -45,6 +51,8 @@ void FramePacer::draw_now() {
   const double start = thread_cpu_ms();
   draw_();
   last_cost_ms_ = thread_cpu_ms() - start;
+  total_cost_ms_ += last_cost_ms_;
+  ++draws_;
   since_draw_.start();
 }
 

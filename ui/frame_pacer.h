@@ -2,10 +2,11 @@
 //
 // Telemetry arrives at screen rate, but on a machine whose cores all run the engine every
 // millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
-// redraws at most every `min_interval_ms`, and stretches the interval so that drawing takes at
-// most `budget` of the time (interval = last draw's cost / budget, the cost in the GUI thread's
-// CPU time): a view that takes 3 ms to draw with a 5% budget redraws every 60 ms. Requests in
-// between coalesce into one draw.
+// redraws at most every `min_interval_ms` (the screen's frame interval, see LiveView), and
+// stretches the interval so that drawing takes at most `budget` of the time (interval = last
+// draw's cost / budget, the cost in the GUI thread's CPU time): a view that takes 3 ms to draw
+// with a 5% budget redraws every 60 ms, one that takes 0.8 ms every 16 ms. Requests in between
+// coalesce into one draw.
 // `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
 // its cost to be measured.
 #pragma once
@@ -15,12 +16,18 @@
 
 #include <functional>
 
+class QScreen;
+
 namespace llmwb::ui {
 
 class FramePacer {
  public:
+  // One frame of `screen` in whole ms (its refresh rate, 60 Hz when unknown or absent), at
+  // least 4 ms: the shortest useful interval between two draws of a view on it.
+  static int frame_interval_ms(const QScreen* screen);
+
   // The budget is per view. 5%: on stories260K at ~4000 tok/s under Xvfb the throughput chart
-  // (~3 ms a draw) then redraws ~16 times a second with no measurable cost to generation; at
+  // (then ~3 ms a draw) redrew ~16 times a second with no measurable cost to generation; at
   // 2% it drew 7 times a second, at 10% 26 times but generation lost ~5% (BENCHMARKS.md).
   FramePacer(QObject* owner, std::function<void()> draw, double budget = 0.05, int min_interval_ms = 33);
 
@@ -29,6 +36,11 @@ class FramePacer {
   // Draws now (the view was just shown, or its data were replaced).
   void draw_now();
   double last_cost_ms() const { return last_cost_ms_; }
+  // Draws so far and their summed cost (the GUI benchmark reports the mean).
+  long draws() const { return draws_; }
+  double total_cost_ms() const { return total_cost_ms_; }
+  int min_interval_ms() const { return min_interval_ms_; }
+  void set_min_interval_ms(int ms) { min_interval_ms_ = ms; }
 
  private:
   QObject* owner_;
@@ -37,6 +49,8 @@ class FramePacer {
   int min_interval_ms_;
   QElapsedTimer since_draw_;
   double last_cost_ms_ = 0.0;
+  double total_cost_ms_ = 0.0;
+  long draws_ = 0;
   bool pending_ = false;
 };
 

@@ -12,6 +12,9 @@ namespace llmwb::ui {
 
 KvBlockGrid::KvBlockGrid(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
+  // paintEvent covers every pixel (the background pixmap is the widget's size): Qt need not
+  // paint the dock behind it first on each of the live view's draws.
+  setAttribute(Qt::WA_OpaquePaintEvent);
   setMinimumSize(120, 80);
 }
 

@@ -1,18 +1,45 @@
 #include "kv_block_map.h"
 
-#include <qcustomplot.h>
-
 #include <QSplitter>
 #include <QVBoxLayout>
 
 #include "chart_style.h"
 #include "kv_block_grid.h"
+#include "live_plot.h"
 #include "live_text.h"
 
 namespace llmwb::ui {
 
+namespace {
+
+// Appends (time, value) to a step line. A run of equal values needs only its first and last
+// points, so the last point moves forward instead: the line looks the same and holds one point
+// per change in block counts, not one per engine step (thousands a second), which it would
+// otherwise stroke on every draw.
+void extend_step_line(QCPGraph* graph, double time, double value) {
+  QCPGraphDataContainer& data = *graph->data();
+  if (data.size() >= 2) {
+    auto last = data.end() - 1;
+    if (last->value == value && (last - 1)->value == value) {
+      last->key = time;  // still the largest key: the container stays sorted
+      return;
+    }
+  }
+  data.add(QCPGraphData(time, value));
+}
+
+// Drops the points before `time` but the last of them: it starts the step the line is on at
+// `time` (which may have begun long before).
+void drop_before(QCPGraph* graph, double time) {
+  QCPGraphDataContainer& data = *graph->data();
+  if (data.isEmpty()) return;
+  data.removeBefore(data.findBegin(time, true)->key);
+}
+
+}  // namespace
+
 KvBlockMap::KvBlockMap(QWidget* parent)
-    : LiveView(parent), grid_(new KvBlockGrid(this)), legend_(new LiveText(3, this)), plot_(new QCustomPlot(this)) {
+    : LiveView(parent), grid_(new KvBlockGrid(this)), legend_(new LiveText(3, this)), plot_(new LivePlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(legend_);
@@ -33,6 +60,12 @@ KvBlockMap::KvBlockMap(QWidget* parent)
   cached->setName("cached only");
   cached->setPen(QPen(series_color(2), 2));
   cached->setLineStyle(QCPGraph::lsStepLeft);
+  used->setLayer(plot_->live_layer());
+  cached->setLayer(plot_->live_layer());
+  // Step lines are horizontal and vertical only: antialiasing changes nothing visible there but
+  // costs most of a draw (the 2 px wide lines span the whole width).
+  used->setAntialiased(false);
+  cached->setAntialiased(false);
   plot_->xAxis->setLabel("engine time (s)");
   plot_->yAxis->setLabel("blocks");
   put_legend_below(plot_);
@@ -51,6 +84,7 @@ void KvBlockMap::clear() {
   legend_->setText(tr("KV cache: no model loaded"));
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 10);
+  replot_all_ = true;
   draw_now();
 }
 
@@ -58,8 +92,8 @@ QString KvBlockMap::legend_text() const { return legend_->text(); }
 
 void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   for (const StepRecord& s : frame.steps) {
-    plot_->graph(0)->addData(s.time, s.blocks_used);
-    plot_->graph(1)->addData(s.time, s.blocks_cached);
+    extend_step_line(plot_->graph(0), s.time, s.blocks_used);
+    extend_step_line(plot_->graph(1), s.time, s.blocks_cached);
   }
   if (!frame.latest) return;
   const StepTelemetry& t = *frame.latest;
@@ -74,8 +108,8 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
   // The last 30 s are kept (dropping points from the front is cheap), on screen or not.
   const double from = std::max(first_time_, t.time - 30.0);
-  plot_->graph(0)->data()->removeBefore(from - 1.0);
-  plot_->graph(1)->data()->removeBefore(from - 1.0);
+  drop_before(plot_->graph(0), from - 1.0);
+  drop_before(plot_->graph(1), from - 1.0);
   request_draw();
 }
 
@@ -99,31 +133,34 @@ void KvBlockMap::show_snapshot() {
                        .arg(QString::fromStdString(t.kv_dtype)));
 }
 
-void KvBlockMap::update_ranges() {
-  if (!latest_) return;
-  const double now = latest_->time;
-  // The last 30 s; before that the data fill the width.
-  const double from = std::max(first_time_, now - 30.0);
-  const double span = std::max(1.0, now - from);
-  plot_->xAxis->setRange(from - 0.02 * span, now + 0.02 * span);
+bool KvBlockMap::update_ranges() {
+  if (!latest_ || first_time_ < 0) return false;
+  // The last 30 s; before that the data fill the width. In steps, so that most draws
+  // redraw the graphs alone.
+  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, latest_->time, 30.0));
   double top = 4.0;
   for (int g = 0; g < 2; ++g) {
     bool found = false;
     const QCPRange r = plot_->graph(g)->getValueRange(found);
     if (found) top = std::max(top, r.upper * 1.2 + 1.0);
   }
-  plot_->yAxis->setRange(0, nice_ceiling(top));
+  changed |= set_axis_range(plot_->yAxis, QCPRange(0, nice_ceiling(top)));
+  return changed;
 }
 
 void KvBlockMap::draw() {
   show_snapshot();
   // Here rather than per frame: finding the value range visits every point of the window
   // (one per engine step), work for nobody while the view is off screen.
-  update_ranges();
+  const bool everything = update_ranges() || replot_all_;
+  replot_all_ = false;
   grid_->repaint();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->redraw(everything, plot_->axisRect()->rect());
 }
 
-void KvBlockMap::restyle() { style_plot(plot_); }
+void KvBlockMap::restyle() {
+  replot_all_ = true;
+  style_plot(plot_);
+}
 
 }  // namespace llmwb::ui

@@ -7,11 +7,10 @@
 #include "live_view.h"
 #include "telemetry_frame.h"
 
-class QCustomPlot;
-
 namespace llmwb::ui {
 
 class KvBlockGrid;
+class LivePlot;
 class LiveText;
 
 class KvBlockMap : public LiveView {
@@ -29,6 +28,9 @@ class KvBlockMap : public LiveView {
   int engine_blocks_cached() const { return engine_cached_; }
   int engine_blocks_free() const { return engine_free_; }
   QString legend_text() const;
+  // The blocks-over-time chart (its graphs on the live layer, redrawn alone while the axes
+  // stay: see ThroughputChart).
+  LivePlot* plot() const { return plot_; }
 
  protected:
   void draw() override;
@@ -37,11 +39,13 @@ class KvBlockMap : public LiveView {
  private:
   // The grid and legend from the newest snapshot (deferred while the view is off screen).
   void show_snapshot();
-  void update_ranges();
+  // Sets the axis ranges for the data now held; true if any of them changed.
+  bool update_ranges();
 
   KvBlockGrid* grid_;
   LiveText* legend_;  // updated every frame: must not re-lay out the window
-  QCustomPlot* plot_;
+  LivePlot* plot_;
+  bool replot_all_ = true;  // the next draw replots every layer
   std::shared_ptr<const StepTelemetry> latest_;
   bool latest_shown_ = true;
   int engine_used_ = 0, engine_cached_ = 0, engine_free_ = 0;

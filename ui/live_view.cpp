@@ -60,6 +60,8 @@ void LiveView::update_on_screen() {
 
 void LiveView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
+  // Drawing more often than the screen refreshes shows nothing more.
+  pacer_.set_min_interval_ms(FramePacer::frame_interval_ms(screen()));
   watch_dock();
   update_on_screen();
 }

@@ -8,16 +8,18 @@
 #include <limits>
 
 #include "chart_style.h"
+#include "live_plot.h"
+#include "static_text_element.h"
 
 namespace llmwb::ui {
 
-ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new QCustomPlot(this)) {
+ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new LivePlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
   plot_->setMinimumHeight(160);
   plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, "", QFont(font().family(), font().pointSize(), QFont::Bold));
+  title_ = new StaticTextElement(plot_, QFont(font().family(), font().pointSize(), QFont::Bold));
   plot_->plotLayout()->addElement(0, 0, title_);
 
   QCPGraph* decode = plot_->addGraph(plot_->xAxis, plot_->yAxis);
@@ -27,13 +29,18 @@ ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new 
   prefill->setName("prefill tok/s (right axis)");
   prefill->setPen(QPen(series_color(1), 2));
   prefill->setLineStyle(QCPGraph::lsNone);
-  prefill->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, series_color(1), 7));
+  prefill->setScatterStyle(disc_scatter(series_color(1), 7));
   plot_->xAxis->setLabel("engine time (s)");
   plot_->yAxis->setLabel("decode tokens/s");
   plot_->yAxis2->setLabel("prefill tokens/s");
   plot_->yAxis2->setVisible(true);
   put_legend_below(plot_);
   plot_->setNoAntialiasingOnDrag(true);
+  // On the live layer, the top one: the graphs are clipped to the axis rect and the title has
+  // its own row, so it hides nothing.
+  decode->setLayer(plot_->live_layer());
+  prefill->setLayer(plot_->live_layer());
+  title_->setLayer(plot_->live_layer());
   restyle();
   clear();
 }
@@ -51,8 +58,13 @@ void ThroughputChart::clear() {
   plot_->yAxis->setRange(0, 10);
   plot_->yAxis2->setRange(0, 10);
   update_title();
+  replot_all_ = true;
   draw_now();
 }
+
+QCustomPlot* ThroughputChart::plot() const { return plot_; }
+
+long ThroughputChart::full_replots() const { return plot_->full_replots(); }
 
 int ThroughputChart::decode_points() const {
   int n = 0;
@@ -108,24 +120,22 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
   const double from = std::max(first_time_, t - window_seconds_);
   plot_->graph(0)->data()->removeBefore(from - 1.0);
   plot_->graph(1)->data()->removeBefore(from - 1.0);
-  update_title();
+  // The figures in the title are read, not watched: four updates a second are plenty, and an
+  // unchanged title draws from its cached layout.
+  if (!title_since_.isValid() || title_since_.elapsed() >= 250) update_title();
   request_draw();
 }
 
-void ThroughputChart::update_ranges() {
-  if (last_time_ < 0 || first_time_ < 0) return;
-  const double t = last_time_;
-  // A sliding window of the last 30 s; before that the data fill the width.
-  const double from = std::max(first_time_, t - window_seconds_);
-  const double span = std::max(1.0, t - from);
-  plot_->xAxis->setRange(from - 0.02 * span, t + 0.02 * span);
-  // Value axes in 1-2-5 steps: they change only when the data cross a step, so the tick
-  // labels (and QCustomPlot's cached label images) stay the same from frame to frame.
+bool ThroughputChart::update_ranges() {
+  if (last_time_ < 0 || first_time_ < 0) return false;
+  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, last_time_, window_seconds_));
+  // Value axes in 1-2-5 steps: they change only when the data cross a step.
   bool found = false;
   QCPRange r = plot_->graph(0)->getValueRange(found);
-  if (found) plot_->yAxis->setRange(0, nice_ceiling(r.upper * 1.1));
+  if (found) changed |= set_axis_range(plot_->yAxis, QCPRange(0, nice_ceiling(r.upper * 1.1)));
   r = plot_->graph(1)->getValueRange(found);
-  if (found) plot_->yAxis2->setRange(0, nice_ceiling(r.upper * 1.1));
+  if (found) changed |= set_axis_range(plot_->yAxis2, QCPRange(0, nice_ceiling(r.upper * 1.1)));
+  return changed;
 }
 
 void ThroughputChart::set_request_latency(double ttft, double tpot) {
@@ -136,6 +146,7 @@ void ThroughputChart::set_request_latency(double ttft, double tpot) {
 }
 
 void ThroughputChart::update_title() {
+  title_since_.start();
   QStringList parts;
   parts << QString("decode %1 tok/s").arg(last_decode_rate_, 0, 'f', 0);
   parts << QString("prefill %1 tok/s").arg(last_prefill_rate_, 0, 'f', 0);
@@ -145,11 +156,14 @@ void ThroughputChart::update_title() {
 }
 
 void ThroughputChart::draw() {
-  update_ranges();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  const bool everything = update_ranges() || replot_all_;
+  replot_all_ = false;
+  // Else only the data and the title changed.
+  plot_->redraw(everything, QRegion(plot_->axisRect()->rect()) + title_->outerRect());
 }
 
 void ThroughputChart::restyle() {
+  replot_all_ = true;
   style_plot(plot_);
   title_->setTextColor(palette().color(QPalette::Text));
 }

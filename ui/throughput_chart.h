@@ -1,6 +1,15 @@
 // throughput_chart.h — tokens per second over time, prefill and decode apart, with the
 // latest request's time to first token and time per output token.
+//
+// Drawn at screen rate while tokens stream, so a draw must be cheap even in software rendering
+// (Xvfb). What changes from frame to frame (the two graphs and the title's figures) lives on
+// its own buffered QCustomPlot layer on top; background, grid, axes, tick labels and legend
+// stay in a cached buffer. The axis ranges move in steps (the time axis in chunks, the rate
+// axes in 1-2-5 steps), so most draws only redraw the live layer and composite the two
+// buffers: no layout, no tick labels, no axes. A full replot happens when a range steps.
 #pragma once
+
+#include <QElapsedTimer>
 
 #include <deque>
 
@@ -8,9 +17,12 @@
 #include "telemetry_frame.h"
 
 class QCustomPlot;
+class QCPLayer;
 class QCPTextElement;
 
 namespace llmwb::ui {
+
+class LivePlot;
 
 class ThroughputChart : public LiveView {
   Q_OBJECT
@@ -39,7 +51,11 @@ class ThroughputChart : public LiveView {
   // Breaks in the decode line, one per idle period in the window.
   int decode_gaps() const;
   double last_decode_rate() const { return last_decode_rate_; }
-  QCustomPlot* plot() const { return plot_; }
+  QCustomPlot* plot() const;
+  LivePlot* live_plot() const { return plot_; }
+  // Replots of every layer (a range stepped, the data were replaced, a resize); the other
+  // draws replotted the live layer only.
+  long full_replots() const;
 
  protected:
   void draw() override;
@@ -47,10 +63,13 @@ class ThroughputChart : public LiveView {
 
  private:
   void update_title();
-  void update_ranges();
+  // Sets the axis ranges for the data now held; true if any of them changed.
+  bool update_ranges();
 
-  QCustomPlot* plot_;
+  LivePlot* plot_;
   QCPTextElement* title_;
+  bool replot_all_ = true;  // the next draw replots every layer
+  QElapsedTimer title_since_;  // since the title's figures last changed
   double window_seconds_ = 30.0;
   double first_time_ = -1.0;
   std::deque<StepRecord> recent_;  // the steps of the last kSmoothingSeconds

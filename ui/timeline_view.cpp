@@ -1,11 +1,10 @@
 #include "timeline_view.h"
 
-#include <qcustomplot.h>
-
 #include <QSplitter>
 #include <QVBoxLayout>
 
 #include "chart_style.h"
+#include "live_plot.h"
 
 namespace llmwb::ui {
 
@@ -15,7 +14,7 @@ enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kSchedule = 3 };
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
-    : LiveView(parent), gantt_(new QCustomPlot(this)), batch_(new QCustomPlot(this)) {
+    : LiveView(parent), gantt_(new LivePlot(this)), batch_(new LivePlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -43,7 +42,9 @@ TimelineView::TimelineView(QWidget* parent)
   decode_bars_->setBrush(series_color(0));
   decode_bars_->setPen(Qt::NoPen);
   decode_bars_->moveAbove(prefill_bars_);
-  batch_->xAxis->setLabel(tr("step"));
+  prefill_bars_->setLayer(batch_->live_layer());
+  decode_bars_->setLayer(batch_->live_layer());
+  batch_->xAxis->setLabel(tr("steps before the newest"));
   batch_->yAxis->setLabel(tr("tokens"));
   put_legend_below(batch_);
   style_plot(gantt_);
@@ -53,6 +54,7 @@ TimelineView::TimelineView(QWidget* parent)
 
 void TimelineView::clear() {
   steps_.clear();
+  replot_all_ = true;
   draw_now();
 }
 
@@ -65,6 +67,7 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
 }
 
 void TimelineView::draw() {
+  bool gantt_changed = false;
   QVector<double> keys, prefill, decode;
   size_t used_bars = 0;
   if (!steps_.empty()) {
@@ -78,6 +81,7 @@ void TimelineView::draw() {
       to_s = std::max(to_s, from_s + min_seconds);
       if (used_bars == bars_.size()) {
         bars_.push_back(new QCPItemRect(gantt_));
+        bars_.back()->setLayer(gantt_->live_layer());
         bars_.back()->setPen(Qt::NoPen);
         bars_.back()->setSelectable(false);
       }
@@ -101,30 +105,32 @@ void TimelineView::draw() {
       bar(kDecode, t + prefill_part, t + s.forward_seconds, series_color(0), "decode");
       t += s.forward_seconds;
       bar(kSample, t, t + s.sample_seconds, series_color(2), "sample");
-      keys << double(s.step);
+      keys << double(s.step) - double(steps_.back().step);
       prefill << s.num_prefill_tokens;
       decode << s.num_decode_tokens;
     }
-    gantt_->xAxis->setRange(earliest * 1.02 - 0.01, 0.0 + std::abs(earliest) * 0.02 + 0.01);
-    batch_->xAxis->setRange(keys.front() - 0.6, keys.front() + kSteps - 0.4);
+    const double span_ms = nice_ceiling(std::abs(earliest) * 1.02);
+    gantt_changed = set_axis_range(gantt_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
   } else {
-    gantt_->xAxis->setRange(-10, 0);
-    batch_->xAxis->setRange(0, kSteps);
+    gantt_changed = set_axis_range(gantt_->xAxis, QCPRange(-10, 0));
   }
+  bool batch_changed = set_axis_range(batch_->xAxis, QCPRange(0.4 - kSteps, 0.6));
   for (size_t i = used_bars; i < bars_.size(); ++i) bars_[i]->setVisible(false);
   prefill_bars_->setData(keys, prefill, true);
   decode_bars_->setData(keys, decode, true);
   double top = 1.0;
   for (int i = 0; i < keys.size(); ++i) top = std::max(top, prefill[i] + decode[i]);
-  batch_->yAxis->setRange(0, top * 1.15);
+  batch_changed |= set_axis_range(batch_->yAxis, QCPRange(0, nice_ceiling(top * 1.15)));
   const double width = keys.size() > 1 ? 0.8 : 0.5;
   prefill_bars_->setWidth(width);
   decode_bars_->setWidth(width);
-  gantt_->replot(QCustomPlot::rpImmediateRefresh);
-  batch_->replot(QCustomPlot::rpImmediateRefresh);
+  gantt_->redraw(gantt_changed || replot_all_, gantt_->axisRect()->rect());
+  batch_->redraw(batch_changed || replot_all_, batch_->axisRect()->rect());
+  replot_all_ = false;
 }
 
 void TimelineView::restyle() {
+  replot_all_ = true;
   style_plot(gantt_);
   style_plot(batch_);
 }

@@ -1,5 +1,8 @@
 // timeline_view.h — the engine's last steps as a Gantt strip (schedule, prefill, decode,
 // sample) and the batch composition of each step (prefill and decode tokens, stacked).
+// Both time axes count back from the newest step, in steps (1-2-5 milliseconds, a fixed number
+// of steps), so that the bars redraw alone on their live layer while axes and labels stay
+// cached (see LivePlot).
 #pragma once
 
 #include <deque>
@@ -8,11 +11,12 @@
 #include "live_view.h"
 #include "telemetry_frame.h"
 
-class QCustomPlot;
 class QCPBars;
 class QCPItemRect;
 
 namespace llmwb::ui {
+
+class LivePlot;
 
 class TimelineView : public LiveView {
   Q_OBJECT
@@ -23,6 +27,8 @@ class TimelineView : public LiveView {
   void add_frame(const TelemetryFrame& frame);
   void clear();
   int steps_shown() const { return int(steps_.size()); }
+  LivePlot* gantt() const { return gantt_; }
+  LivePlot* batch() const { return batch_; }
 
   static constexpr int kSteps = 48;
 
@@ -31,8 +37,9 @@ class TimelineView : public LiveView {
   void restyle() override;
 
  private:
-  QCustomPlot* gantt_;
-  QCustomPlot* batch_;
+  LivePlot* gantt_;
+  LivePlot* batch_;
+  bool replot_all_ = true;  // the next draw replots every layer of both plots
   QCPBars* prefill_bars_;
   QCPBars* decode_bars_;
   std::deque<StepRecord> steps_;

@@ -136,6 +136,7 @@ void BenchMode::start() {
     for (const auto& [name, view] : docks) w.view_widget(view)->parentWidget()->hide();
   } else if (docks.count(options_.view)) {
     w.show_view(docks.at(options_.view));
+    raised_ = qobject_cast<const ui::LiveView*>(w.view_widget(docks.at(options_.view)));
   } else {
     return fail("--bench-view: '" + options_.view + "' is not throughput, kv, timeline, attention or none");
   }
@@ -161,7 +162,14 @@ void BenchMode::next_generation() {
     measuring_ = true;
     gui_cpu_start_ = this_thread_cpu_seconds();
     wall_start_ = wall_seconds();
-    draws_start_ = bench_.window().throughput_chart()->draw_count();
+    const ui::ThroughputChart* chart = bench_.window().throughput_chart();
+    draws_start_ = chart->draw_count();
+    full_replots_start_ = chart->full_replots();
+    draw_ms_start_ = chart->pacer().total_cost_ms();
+    if (raised_) {
+      raised_draws_start_ = raised_->draw_count();
+      raised_draw_ms_start_ = raised_->pacer().total_cost_ms();
+    }
     deliveries_start_ = bench_.mailbox().deliveries();
     wakeups_start_ = bench_.mailbox().wakeups();
     threads_start_ = thread_cpu_by_name();
@@ -209,6 +217,16 @@ void BenchMode::report() {
   j["throughput_chart_draws"] = double(draws);
   j["throughput_chart_draws_per_s"] = wall > 0 ? double(draws) / wall : 0.0;
   j["throughput_chart_last_draw_ms"] = w.throughput_chart()->pacer().last_cost_ms();
+  // GUI thread CPU per draw, and the draws that replotted every layer (the others, the live
+  // layer only).
+  j["throughput_chart_mean_draw_ms"] =
+      draws > 0 ? (w.throughput_chart()->pacer().total_cost_ms() - draw_ms_start_) / double(draws) : 0.0;
+  j["throughput_chart_full_replots"] = double(w.throughput_chart()->full_replots() - full_replots_start_);
+  if (raised_) {  // the same for the view of the dock raised (the throughput chart by default)
+    const long n = raised_->draw_count() - raised_draws_start_;
+    j["view_draws_per_s"] = wall > 0 ? double(n) / wall : 0.0;
+    j["view_mean_draw_ms"] = n > 0 ? (raised_->pacer().total_cost_ms() - raised_draw_ms_start_) / double(n) : 0.0;
+  }
   // Engine -> GUI deliveries (and the wake-ups behind them): near the frame rate at any speed.
   const long deliveries = bench_.mailbox().deliveries() - deliveries_start_;
   const long wakeups = bench_.mailbox().wakeups() - wakeups_start_;

@@ -6,7 +6,7 @@
 // exactly as a user's clicks would, and prints one JSON line: tokens per second of engine time
 // (the sum of the requests' own total_time, so GUI round trips between generations do not
 // count), the GUI thread's CPU seconds and per 1000 tokens, every thread's CPU time by name,
-// and how often the throughput chart drew. With --bench-headless the same generations run on
+// and how often the throughput chart drew and what a draw cost on average. With --bench-headless the same generations run on
 // an Engine driven directly from the main thread, as llmwb-cli does, with no window at all:
 // the baseline. tools/bench_gui_overhead.sh interleaves both under Xvfb and reports medians.
 #pragma once
@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 
+#include "live_view.h"
 #include "workbench.h"
 
 namespace llmwb::gui {
@@ -62,6 +63,11 @@ class BenchMode : public QObject {
   double gui_cpu_start_ = 0.0;
   double wall_start_ = 0.0;
   long draws_start_ = 0;
+  long full_replots_start_ = 0;
+  double draw_ms_start_ = 0.0;
+  const ui::LiveView* raised_ = nullptr;  // the live view of the dock raised, if any
+  long raised_draws_start_ = 0;
+  double raised_draw_ms_start_ = 0.0;
   long deliveries_start_ = 0, wakeups_start_ = 0;
   std::map<std::string, double> threads_start_;
   struct PaintCount {

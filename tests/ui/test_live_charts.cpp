@@ -20,6 +20,7 @@
 #include "conversation_store.h"
 #include "completion_view.h"
 #include "kv_block_map.h"
+#include "live_plot.h"
 #include "sampling_params_editor.h"
 #include "throughput_chart.h"
 #include "timeline_view.h"
@@ -60,6 +61,18 @@ class EventCounter : public QObject {
 
  private:
   QEvent::Type type_;
+};
+
+// Counts the draws of the layer it sits on (QCustomPlot draws every layerable of a layer
+// whenever it redraws that layer's buffer).
+class LayerDrawProbe : public QCPLayerable {
+ public:
+  LayerDrawProbe(QCustomPlot* plot, const QString& layer) : QCPLayerable(plot, layer) {}
+  int draws = 0;
+
+ protected:
+  void applyDefaultAntialiasingHint(QCPPainter*) const override {}
+  void draw(QCPPainter*) override { ++draws; }
 };
 
 // Whether any pixel in column x (within the plot's axis rect) has the colour of `series`.
@@ -166,11 +179,157 @@ class TestLiveCharts : public QObject {
     }
     const double seconds = double(t.elapsed()) / 1000.0;
     const long draws = chart.draw_count() - draws_before;
-    // At most one draw per minimum interval (plus the one allowed at once).
-    const long limit = long(seconds * 1000.0 / 33.0) + 2;
+    // At most one draw per minimum interval, the screen's frame (plus the one allowed at once).
+    QCOMPARE(chart.pacer().min_interval_ms(), ui::FramePacer::frame_interval_ms(chart.screen()));
+    const long limit = long(seconds * 1000.0 / chart.pacer().min_interval_ms()) + 2;
     QVERIFY2(draws >= 1, "the chart never drew");
     QVERIFY2(draws <= limit, qPrintable(QString("%1 draws in %2 s, limit %3").arg(draws).arg(seconds).arg(limit)));
     QVERIFY2(paints.count <= limit, qPrintable(QString("%1 paints, limit %2").arg(paints.count).arg(limit)));
+  }
+
+  void every_draw_shows_the_newest_step() {
+    ui::ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QCustomPlot* plot = chart.plot();
+    const QColor line = ui::series_color(0);
+    quint64 step = 0;
+    const long full_before = chart.full_replots(), draws_before = chart.draw_count();
+    // 4 s of engine time at 100 tok/s, 10 frames a second: the time axis steps a few times,
+    // most draws redraw the live layer alone; after each, what is on screen ends at the newest
+    // step.
+    for (int f = 0; f < 40; ++f, step += 10) {
+      const long drawn = chart.draw_count();
+      const ui::TelemetryFrame frame = burst(0.1 * f, 10, 0.01, step);
+      chart.add_frame(frame);
+      QVERIFY(QTest::qWaitFor([&] { return chart.draw_count() > drawn; }, 5000));
+      const double newest = frame.steps.back().time;
+      QCOMPARE(plot->graph(0)->dataCount(), f + 1);
+      QCOMPARE((plot->graph(0)->data()->constEnd() - 1)->key, newest);
+      QVERIFY2(plot->xAxis->range().contains(newest), qPrintable(QString("frame %1").arg(f)));
+      if (f == 0) continue;  // one point draws no line
+      // The widget as painted from its layer buffers (grab() replots nothing): the line reaches
+      // the newest point's column.
+      const QImage shown = plot->grab().toImage();
+      const int x = int(plot->xAxis->coordToPixel(newest)) - 1;
+      QVERIFY2(column_has_colour(shown, x, plot->axisRect()->rect(), line),
+               qPrintable(QString("frame %1: no line at the newest point (x = %2)").arg(f).arg(x)));
+    }
+    const long full = chart.full_replots() - full_before, draws = chart.draw_count() - draws_before;
+    QVERIFY2(full < draws / 2, qPrintable(QString("%1 of %2 draws replotted everything").arg(full).arg(draws)));
+  }
+
+  void a_data_update_redraws_only_the_live_layer() {
+    ui::ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    auto* axes = new LayerDrawProbe(chart.plot(), "axes");
+    auto* live = new LayerDrawProbe(chart.plot(), chart.live_plot()->live_layer()->name());
+    quint64 step = 0;
+    auto add = [&](double start) {
+      const long drawn = chart.draw_count();
+      chart.add_frame(burst(start, 10, 0.01, step));
+      step += 10;
+      return QTest::qWaitFor([&] { return chart.draw_count() > drawn; }, 5000);
+    };
+    QVERIFY(add(0.0));
+    QVERIFY(add(0.1));
+    // New data inside the axis ranges: the live layer is redrawn, the cached one is not.
+    const int axes_draws = axes->draws, live_draws = live->draws;
+    const long full = chart.full_replots();
+    QVERIFY(add(0.2));
+    QCOMPARE(live->draws, live_draws + 1);
+    QCOMPARE(axes->draws, axes_draws);
+    QCOMPARE(chart.full_replots(), full);
+    // Data beyond the time axis: the axis steps, everything is replotted.
+    const double upper = chart.plot()->xAxis->range().upper;
+    QVERIFY(add(upper + 0.5));
+    QVERIFY(chart.plot()->xAxis->range().contains(upper + 0.6));
+    QCOMPARE(axes->draws, axes_draws + 1);
+    QCOMPARE(chart.full_replots(), full + 1);
+  }
+
+  void timeline_steps_redraw_only_the_bars() {
+    ui::TimelineView timeline;
+    timeline.resize(800, 400);
+    timeline.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&timeline));
+    quint64 step = 0;
+    auto add = [&]() {
+      const long drawn = timeline.draw_count();
+      timeline.add_frame(burst(0.01 * double(step), 10, 0.01, step));
+      step += 10;
+      return QTest::qWaitFor([&] { return timeline.draw_count() > drawn; }, 5000);
+    };
+    // Probes first: a layerable joining a layer invalidates its buffer.
+    ui::LivePlot* plots[] = {timeline.gantt(), timeline.batch()};
+    std::vector<LayerDrawProbe*> axes, live;
+    for (ui::LivePlot* p : plots) {
+      axes.push_back(new LayerDrawProbe(p, "axes"));
+      live.push_back(new LayerDrawProbe(p, p->live_layer()->name()));
+    }
+    for (int f = 0; f < 6; ++f) QVERIFY(add());  // more steps than the view keeps
+    QCOMPARE(timeline.steps_shown(), ui::TimelineView::kSteps);
+    std::vector<int> axes_draws, live_draws;
+    std::vector<long> full;
+    for (size_t i = 0; i < 2; ++i) {
+      axes_draws.push_back(axes[i]->draws);
+      live_draws.push_back(live[i]->draws);
+      full.push_back(plots[i]->full_replots());
+    }
+    // Steps like the ones before: the axes (counted back from the newest step) stay.
+    QVERIFY(add());
+    for (size_t i = 0; i < 2; ++i) {
+      QCOMPARE(live[i]->draws, live_draws[i] + 1);
+      QCOMPARE(axes[i]->draws, axes_draws[i]);
+      QCOMPARE(plots[i]->full_replots(), full[i]);
+    }
+    // The batch chart's newest bar is at 0 steps back, its oldest at kSteps - 1.
+    QCPBars* decode = qobject_cast<QCPBars*>(timeline.batch()->plottable(1));
+    QVERIFY(decode);
+    QCOMPARE(decode->data()->size(), ui::TimelineView::kSteps);
+    QCOMPARE((decode->data()->constEnd() - 1)->key, 0.0);
+    QCOMPARE(decode->data()->constBegin()->key, double(1 - ui::TimelineView::kSteps));
+  }
+
+  void kv_chart_keeps_one_point_per_change_and_every_value() {
+    ui::KvBlockMap kv;
+    QCPGraph* used = kv.plot()->graph(0);
+    // 45 s of steps, 20 a second: blocks in use 1, then 2, then 5 for 40 s (longer than the
+    // 30 s window), then 3.
+    std::vector<ui::StepRecord> all;
+    quint64 step = 0;
+    for (int i = 0; i < 900; ++i) {
+      ui::StepRecord s;
+      s.step = step++;
+      s.time = 0.05 * (i + 1);
+      s.step_seconds = 0.05;
+      s.num_decode_tokens = 1;
+      s.blocks_used = i < 20 ? 1 : i < 40 ? 2 : i < 840 ? 5 : 3;
+      all.push_back(s);
+    }
+    for (size_t f = 0; f < all.size(); f += 10) {
+      ui::TelemetryFrame frame;
+      frame.steps.assign(all.begin() + long(f), all.begin() + long(f) + 10);
+      auto latest = std::make_shared<StepTelemetry>();
+      latest->time = frame.steps.back().time;
+      frame.latest = latest;
+      kv.add_frame(frame);
+    }
+    // A few points, not one per step; the line ends at the newest step.
+    QVERIFY2(used->dataCount() <= 8, qPrintable(QString::number(used->dataCount())));
+    QCOMPARE((used->data()->constEnd() - 1)->key, all.back().time);
+    // Read as a step line (each value holds until the next point), it gives every step's value
+    // in the last 30 s, the window's left edge included.
+    const double from = all.back().time - 30.0;
+    QVERIFY(used->data()->constBegin()->key <= from);
+    for (const ui::StepRecord& s : all) {
+      if (s.time < from) continue;
+      auto at = used->data()->findEnd(s.time, false) - 1;  // the last point at or before s.time
+      QCOMPARE(at->value, double(s.blocks_used));
+    }
   }
 
   void streaming_does_not_relayout_the_window_or_reflow_the_chips() {
