@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <QDockWidget>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPaintEvent>
@@ -9,6 +10,7 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTextStream>
+#include <QFileInfo>
 #include <QTimer>
 
 #include <algorithm>
@@ -140,6 +142,12 @@ void BenchMode::start() {
   } else {
     return fail("--bench-view: '" + options_.view + "' is not throughput, kv, timeline, attention or none");
   }
+  if (!options_.screenshot.isEmpty()) {
+    // Found out before the benchmark runs, not after minutes of it.
+    const QFileInfo dir(QFileInfo(options_.screenshot).absolutePath());
+    if (!dir.isDir()) return fail("--bench-screenshot: the folder " + dir.filePath() + " does not exist");
+    if (!dir.isWritable()) return fail("--bench-screenshot: the folder " + dir.filePath() + " is not writable");
+  }
   connect(&w, &ui::MainWindow::model_ready, this, &BenchMode::on_model_ready, Qt::SingleShotConnection);
   connect(&bench_.worker(), &EngineWorker::load_failed, this,
           [this](quint64, const QString& error, bool) { fail("cannot open the model: " + error); });
@@ -183,8 +191,8 @@ void BenchMode::next_generation() {
       ui::MainWindow& w = bench_.window();
       const bool streaming = w.completion_view()->is_generating();
       if (!w.grab().save(options_.screenshot))
-        QTextStream(stderr) << "llmwb --bench-gui: cannot write " << options_.screenshot << "\n";
-      else if (!streaming)
+        return fail("--bench-screenshot: cannot write " + options_.screenshot);
+      if (!streaming)
         QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
     });
   }
