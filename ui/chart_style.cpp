@@ -103,4 +103,11 @@ QColor id_color(qint64 id) {
   return QColor::fromHsvF(float(hue), 0.55f, 0.85f);
 }
 
+void use_integer_ticks(QCPAxis* axis) {
+  QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  axis->setTicker(ticker);
+}
+
 }  // namespace llmwb::ui

@@ -35,6 +35,10 @@ QCPRange stepped_time_range(double first, double last, double window);
 // Sets `axis` to `range`; true if that changed it (a live chart then replots every layer).
 bool set_axis_range(QCPAxis* axis, const QCPRange& range);
 
+// Ticks at whole numbers only (1, 2, 3, ... or multiples), for counts such as tokens and
+// blocks: QCustomPlot's default ticker labels a 0..2 range 0, 0.5, 1, 1.5, 2.
+void use_integer_ticks(QCPAxis* axis);
+
 // Series colours readable on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 QColor series_color(int index);
 

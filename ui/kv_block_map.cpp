@@ -68,6 +68,7 @@ KvBlockMap::KvBlockMap(QWidget* parent)
   cached->setAntialiased(false);
   plot_->xAxis->setLabel("engine time (s)");
   plot_->yAxis->setLabel("blocks");
+  use_integer_ticks(plot_->yAxis);
   put_legend_below(plot_);
   style_plot(plot_);
   clear();

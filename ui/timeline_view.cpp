@@ -46,6 +46,7 @@ TimelineView::TimelineView(QWidget* parent)
   decode_bars_->setLayer(batch_->live_layer());
   batch_->xAxis->setLabel(tr("steps before the newest"));
   batch_->yAxis->setLabel(tr("tokens"));
+  use_integer_ticks(batch_->yAxis);
   put_legend_below(batch_);
   style_plot(gantt_);
   style_plot(batch_);

@@ -292,6 +292,11 @@ class TestLiveCharts : public QObject {
     QCOMPARE(decode->data()->size(), ui::TimelineView::kSteps);
     QCOMPARE((decode->data()->constEnd() - 1)->key, 0.0);
     QCOMPARE(decode->data()->constBegin()->key, double(1 - ui::TimelineView::kSteps));
+    // Token counts are labelled at whole numbers only (bursts here have 1-token steps, where
+    // the default ticker would label 0, 0.5, 1, 1.5).
+    const QVector<double> ticks = timeline.batch()->yAxis->tickVector();
+    QVERIFY(ticks.size() >= 2);
+    for (double t : ticks) QCOMPARE(t, std::round(t));
   }
 
   void kv_chart_keeps_one_point_per_change_and_every_value() {
