@@ -176,11 +176,17 @@ void Engine::Impl::load(const LoadProgress& progress) {
   backend = std::make_unique<CpuBackend>(cfg.threads);
   if (!device) {
     // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each
-    // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h).
+    // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h), and
+    // so is a matrix quantized at load: nothing reads its unpacked bytes again (the model
+    // multiplies through the backend, which finds the copy by the view's address).
     report(0.9, "repacking 4-bit weights");
+    auto prepare = [&](const TensorView& t) {
+      backend->prepare(t);
+      if (cpu::repackable(t.dtype)) file->discard_quantized(t.data);
+    };
     for (const LlamaLayerWeights& l : weights.layers)
-      for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) backend->prepare(*t);
-    backend->prepare(weights.output);
+      for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) prepare(*t);
+    prepare(weights.output);
   }
   model = std::make_unique<LlamaModel>(file->config, std::move(weights), *backend);
   const ModelConfig& c = file->config;
