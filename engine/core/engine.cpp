@@ -176,7 +176,13 @@ void Engine::Impl::load(const LoadProgress& progress) {
   backend = std::make_unique<CpuBackend>(cfg.threads);
   if (!device) {
     // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each
-    // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h).
+    // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h), and
+    // so is a matrix quantized at load: nothing reads its unpacked bytes again (the model
+    // multiplies through the backend, which finds the copy by the view's address).
+    auto prepare = [&](const TensorView& t) {
+      backend->prepare(t);
+      if (cpu::repackable(t.dtype)) file->discard_quantized(t.data);
+    };
     // Progress (and the chance to cancel) after every layer: a 7B model takes seconds here.
     const size_t n_layers = weights.layers.size();
     for (size_t i = 0; i < n_layers; ++i) {
@@ -184,10 +190,10 @@ void Engine::Impl::load(const LoadProgress& progress) {
              "preparing weights for the CPU kernels (layer " + std::to_string(i + 1) + "/" +
                  std::to_string(n_layers) + ")");
       const LlamaLayerWeights& l = weights.layers[i];
-      for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) backend->prepare(*t);
+      for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) prepare(*t);
     }
     report(0.9 + 0.1 * double(n_layers) / double(n_layers + 1), "preparing the output head for the CPU kernels");
-    backend->prepare(weights.output);
+    prepare(weights.output);
   }
   model = std::make_unique<LlamaModel>(file->config, std::move(weights), *backend);
   const ModelConfig& c = file->config;

@@ -16,6 +16,16 @@ const TensorView* ModelFile::find(const std::string& name) const {
   return nullptr;
 }
 
+bool ModelFile::discard_quantized(const uint8_t* data) {
+  for (PageBuffer& b : quantized) {
+    if (b.data() == data && !b.discarded()) {
+      b.discard();
+      return true;
+    }
+  }
+  return false;
+}
+
 const TensorView& ModelFile::get(const std::string& name) const {
   if (const TensorView* t = find(name)) return *t;
   throw Error(path, "missing tensor '" + name + "'");

@@ -20,6 +20,7 @@
 
 #include "model/mapped_file.h"
 #include "model/model_config.h"
+#include "model/page_buffer.h"
 #include "model/tensor.h"
 
 namespace llmwb {
@@ -49,10 +50,16 @@ struct ModelFile {
   std::map<std::string, std::string> metadata;  // other keys, stringified (for inspect)
   std::vector<std::shared_ptr<MappedFile>> maps;   // keep the data alive
   std::vector<std::vector<uint8_t>> owned;         // buffers for data that could not be mapped
+  std::vector<PageBuffer> quantized;               // tensors quantized at load (weight_quantizer.h)
 
   const TensorView* find(const std::string& name) const;
   // Throws llmwb::Error(path, "missing tensor 'NAME'").
   const TensorView& get(const std::string& name) const;
+  // Discards the load-time quantized buffer starting at `data` (PageBuffer::discard): for a
+  // backend that has copied the tensor into its own layout (the CPU backend's 4-bit repack),
+  // so that memory holds one copy. The views keep the address, which no longer reads.
+  // Returns false when `data` is not such a buffer (mapped or loader-owned data stays).
+  bool discard_quantized(const uint8_t* data);
 };
 
 using ProgressFn = std::function<bool(double fraction, const std::string& what)>;

@@ -23,10 +23,13 @@ const std::vector<std::string>& QuantScheme::names() {
 QuantScheme QuantScheme::parse(const std::string& name) {
   // int4-g32 is GGUF's Q4_1 (asymmetric, groups of 32) so that llama.cpp reads the file; only
   // rows with a partial last group use our INT4_G32 (the same bytes plus a padded tail block).
+  // The 4-bit schemes keep the head in Q6_K, as llama.cpp's Q4_0 / Q4_1 files do: 6.56 bits
+  // instead of Q8_0's 8.5 is 16 MB less to read per token on tinyllama (2.4% of int4-g32's
+  // bytes); rows that are not whole super-blocks of 256 take Q8_0, then INT8_ROW (choose()).
   if (name == "int8") return {name, DType::INT8_ROW, DType::INT8_ROW, false, DType::INT8_ROW, {}, false};
   if (name == "int8-asym") return {name, DType::INT8_ASYM_ROW, DType::INT8_ASYM_ROW, false, DType::INT8_ASYM_ROW, {}, false};
-  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q8_0, {}, false};
-  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q8_0, {}, false};
+  if (name == "int4-g32") return {name, DType::Q4_1, DType::INT4_G32, false, DType::Q6_K, {}, false};
+  if (name == "int4-g128") return {name, DType::INT4_G128, DType::INT4_G128, false, DType::Q6_K, {}, false};
   // GGUF-only schemes: a tensor that does not fit stays as stored, so the file stays readable
   // by llama.cpp. q4_0 keeps the head in Q6_K as llama.cpp's own Q4_0 output does.
   if (name == "q8_0") return {name, DType::Q8_0, DType::F32, true, DType::Q8_0, {}, false};

@@ -8,19 +8,26 @@
 
 namespace llmwb {
 
-TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8_t>& out, int n_threads) {
-  const int64_t rows = src.rows(), cols = src.cols();
+namespace {
+
+// The checked size of src's rows re-encoded as dtype.
+uint64_t quantized_bytes(const TensorView& src, DType dtype) {
   if (!dtype_can_quantize(dtype)) throw Error(src.name, std::string("cannot quantize to ") + dtype_name(dtype));
-  if (!dtype_row_fits(dtype, cols)) {
-    throw Error(src.name, std::to_string(cols) + " columns do not fit " + dtype_name(dtype) + " rows");
+  if (!dtype_row_fits(dtype, src.cols())) {
+    throw Error(src.name, std::to_string(src.cols()) + " columns do not fit " + dtype_name(dtype) + " rows");
   }
+  return dtype_row_bytes(dtype, src.cols()) * static_cast<uint64_t>(src.rows());
+}
+
+// Re-encodes src's rows into out (quantized_bytes long).
+TensorView quantize_into(const TensorView& src, DType dtype, uint8_t* out, uint64_t nbytes, int n_threads) {
+  const int64_t rows = src.rows(), cols = src.cols();
   const uint64_t row_bytes = dtype_row_bytes(dtype, cols);
-  out.assign(static_cast<size_t>(row_bytes * static_cast<uint64_t>(rows)), 0);
   auto work = [&](int64_t r0, int64_t r1) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       dequantize_row(src.dtype, src.row(r), row.data(), cols);
-      quantize_row(dtype, row.data(), out.data() + static_cast<uint64_t>(r) * row_bytes, cols);
+      quantize_row(dtype, row.data(), out + static_cast<uint64_t>(r) * row_bytes, cols);
     }
   };
   // Quantizing a 1B model row by row takes seconds; split the rows over a few threads.
@@ -36,9 +43,23 @@ TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8
   v.name = src.name;
   v.dtype = dtype;
   v.shape = src.shape;
-  v.data = out.data();
-  v.nbytes = out.size();
+  v.data = out;
+  v.nbytes = nbytes;
   return v;
+}
+
+}  // namespace
+
+TensorView quantize_tensor(const TensorView& src, DType dtype, std::vector<uint8_t>& out, int n_threads) {
+  const uint64_t n = quantized_bytes(src, dtype);
+  out.assign(static_cast<size_t>(n), 0);
+  return quantize_into(src, dtype, out.data(), n, n_threads);
+}
+
+TensorView quantize_tensor(const TensorView& src, DType dtype, PageBuffer& out, int n_threads) {
+  const uint64_t n = quantized_bytes(src, dtype);
+  out = PageBuffer(n);   // zero-filled
+  return quantize_into(src, dtype, out.data(), n, n_threads);
 }
 
 std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme_name) {
@@ -50,9 +71,9 @@ std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWei
     const QuantChoice c = scheme.choose(t, role);
     done.push_back({t.name, t.dtype, c.dtype, c.wanted});
     if (c.dtype == t.dtype) return;
-    file.owned.emplace_back();
+    file.quantized.emplace_back();
     const TensorView original = t;
-    t = quantize_tensor(t, c.dtype, file.owned.back(), n_threads);
+    t = quantize_tensor(t, c.dtype, file.quantized.back(), n_threads);
     // Nothing reads the original any more (views are repointed below): hand its mapped pages
     // back, so RSS holds the quantized copy rather than both.
     release_mapped_pages(original.data, original.nbytes);

@@ -10,7 +10,11 @@
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "kv/kv_cache.h"
+#include "model/llama_weights.h"
+#include "model/model_file.h"
 #include "model/model_maker.h"
+#include "quant/gguf_model_writer.h"
+#include "quant/weight_quantizer.h"
 #include "support/test_support.h"
 
 using namespace llmwb;
@@ -139,6 +143,33 @@ TEST(Engine, GreedyBatchedEqualsSequentialOnWideQuantizedAndFloatModels) {
     Engine e(c);
     auto batched = run_staggered(e, jobs, arrival);
     for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], run_alone(c, jobs[i])) << "request " << i;
+  }
+}
+
+// --quantize int4-g32 at load: after repacking, the engine discards the unpacked quantized
+// buffers (one 4-bit copy in memory). Nothing may read them again (they now fault), and the
+// tokens are those of the same model loaded from its quantized GGUF (mapped, repacked the
+// same way): the packed bits are equal.
+TEST(Engine, LoadTimeQuantizationGeneratesLikeTheQuantizedFile) {
+  const std::string src = test::shared_path("models/stories260K/stories260K.gguf");
+  for (const std::string scheme : {"int4-g32", "int4-g128", "q4_0"}) {
+    SCOPED_TRACE(scheme);
+    const std::string out = test::scratch_dir("engine_quantize") + "/s260_" + scheme + ".gguf";
+    {
+      auto mem = load_model_file(src);
+      LlamaWeights w = LlamaWeights::bind(*mem);
+      quantize_weights_in_place(*mem, w, scheme);
+      write_model_gguf(*mem, out, scheme);
+    }
+    EngineConfig at_load;
+    at_load.model = src;
+    at_load.tokenizer = test::shared_path("models/stories260K/tok512.model");
+    at_load.threads = 2;
+    at_load.quantize = scheme;
+    EngineConfig from_file = at_load;
+    from_file.model = out;
+    from_file.quantize.clear();
+    for (const Job& j : make_jobs(3, 512, 30, 0.f, 77)) EXPECT_EQ(run_alone(at_load, j), run_alone(from_file, j));
   }
 }
 

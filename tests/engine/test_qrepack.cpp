@@ -246,5 +246,28 @@ TEST(QRepack, TheCpuBackendRunsFourBitWeightsOverItsCache) {
   EXPECT_THROW(be.matmul(shortw.view, x.data(), 1, y.data()), Error);
 }
 
+// The cache carves its copies out of shared huge-page chunks, one after another at 64-byte
+// boundaries, and each is what repack_q4 builds on its own, byte for byte.
+TEST(QRepack, TheCacheCarvesCopiesOutOfSharedChunks) {
+  ThreadPool pool(2);
+  cpu::RepackCache cache;
+  std::vector<std::unique_ptr<Weights>> w;
+  std::vector<const cpu::PackedQ4*> p;
+  for (DType dt : kQ4Types) {
+    w.push_back(std::make_unique<Weights>(dt, 37, 96, 11));
+    p.push_back(cache.get(w.back()->view, pool));
+    ASSERT_NE(p.back(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p.back()->data()) % 64, 0u);
+    const auto alone = cpu::repack_q4(w.back()->view, pool);
+    ASSERT_EQ(alone->bytes(), p.back()->bytes());
+    EXPECT_EQ(std::memcmp(alone->data(), p.back()->data(), alone->bytes()), 0) << dtype_name(dt);
+  }
+  for (size_t i = 1; i < p.size(); ++i)
+    EXPECT_EQ(p[i]->data(), p[i - 1]->data() + (p[i - 1]->bytes() + 63) / 64 * 64) << i;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p[0]->data()) % (uintptr_t{2} << 20), 0u);   // a chunk's start
+  EXPECT_EQ(cache.get(w[1]->view, pool), p[1]);   // found again, not rebuilt
+  EXPECT_EQ(cache.size(), kQ4Types.size());
+}
+
 }  // namespace
 }  // namespace llmwb

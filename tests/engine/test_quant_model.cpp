@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "llmwb/errors.h"
 #include "model/gguf_file.h"
 #include "model/llama_weights.h"
+#include "backend/cpu/cpu_backend.h"
 #include "model/mapped_file.h"
 #include "model/model_maker.h"
 #include "model/model_file.h"
@@ -100,7 +103,7 @@ TEST(QuantModel, QuantizeInPlaceRepointsMatricesAndKeepsEmbeddingsAndNorms) {
   quantize_weights_in_place(*file, w, "int4-g32");
   EXPECT_EQ(w.layers[0].wq.dtype, DType::Q4_1);
   EXPECT_EQ(w.layers[0].w2.dtype, DType::INT4_G32);   // 172 columns: a partial last group
-  EXPECT_EQ(w.output.dtype, DType::Q8_0);             // the head stays at 8 bits
+  EXPECT_EQ(w.output.dtype, DType::Q8_0);   // Q6_K wanted; rows of 64 are no super-block: Q8_0
   EXPECT_EQ(w.tok_embeddings.dtype, DType::F32);
   EXPECT_EQ(file->get("blk.0.attn_norm.weight").dtype, DType::F32);
   EXPECT_EQ(file->get("blk.2.ffn_down.weight").data, w.layers[2].w2.data);
@@ -114,6 +117,37 @@ TEST(QuantModel, QuantizeInPlaceRepointsMatricesAndKeepsEmbeddingsAndNorms) {
     ASSERT_EQ(0, std::memcmp(want.data(), w.layers[3].wv.row(r), want.size())) << "row " << r;
   }
   EXPECT_THROW(quantize_weights_in_place(*file, w, "int3"), Error);
+}
+
+// The quantized matrices live in discardable buffers (file.quantized): once the CPU backend
+// has its packed copy, discarding the unpacked one changes no product, a second discard and
+// mapped data (a norm vector, the stored embedding) are refused.
+TEST(QuantModel, LoadTimeQuantizedMatricesAreDiscardableOnceRepacked) {
+  auto file = load_model_file(test::shared_path(kGguf));
+  LlamaWeights w = LlamaWeights::bind(*file);
+  quantize_weights_in_place(*file, w, "int4-g32");
+  EXPECT_EQ(file->quantized.size(), 7u * w.layers.size() + 1u);   // the matrices and the head
+  CpuBackend be(2);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const LlamaLayerWeights& L : w.layers) {
+    for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) {
+      SCOPED_TRACE(t->name);
+      std::vector<float> x(static_cast<size_t>(2 * t->cols()));
+      for (float& v : x) v = nd(rng);
+      std::vector<float> before(static_cast<size_t>(2 * t->rows())), after(before.size(), NAN);
+      be.matmul(*t, x.data(), 2, before.data());
+      EXPECT_TRUE(file->discard_quantized(t->data));
+      EXPECT_FALSE(file->discard_quantized(t->data));
+      be.matmul(*t, x.data(), 2, after.data());
+      EXPECT_EQ(std::memcmp(before.data(), after.data(), sizeof(float) * before.size()), 0);
+    }
+  }
+  EXPECT_FALSE(file->discard_quantized(file->get("blk.0.attn_norm.weight").data));
+  EXPECT_FALSE(file->discard_quantized(w.tok_embeddings.data));
+  size_t discarded = 0;
+  for (const PageBuffer& b : file->quantized) discarded += b.discarded();
+  EXPECT_EQ(discarded, 7u * w.layers.size());   // the head (Q8_0 here) is multiplied in place: kept
 }
 
 // Writes `model` quantized with `scheme`, loads the file back and checks that it is the
@@ -266,6 +300,21 @@ TEST(QuantModel, Q4_0KeepsTheHeadInQ6_KLikeLlamaCpp) {
   EXPECT_EQ(w.output.dtype, DType::Q6_K);
   EXPECT_EQ(w.layers[3].w2.dtype, DType::Q4_0);
   EXPECT_EQ(w.tok_embeddings.dtype, DType::F16);   // q4_0 keeps the embedding as stored
+}
+
+// The head's type per scheme on a model whose rows are whole super-blocks: every 4-bit scheme
+// keeps it in Q6_K (as llama.cpp's Q4_0 / Q4_1 files), the 8-bit ones at their own type.
+TEST(QuantModel, TheHeadTypeFollowsTheScheme) {
+  const std::vector<std::pair<std::string, DType>> want = {
+      {"int4-g32", DType::Q6_K}, {"int4-g128", DType::Q6_K}, {"q4_0", DType::Q6_K},
+      {"q8_0", DType::Q8_0},     {"int8", DType::INT8_ROW},  {"int8-asym", DType::INT8_ASYM_ROW}};
+  for (const auto& [scheme, head] : want) {
+    auto mem = load_model_file(make_kquant_test_model());
+    LlamaWeights w = LlamaWeights::bind(*mem);
+    quantize_weights_in_place(*mem, w, scheme);
+    EXPECT_EQ(w.output.dtype, head) << scheme;
+    EXPECT_EQ(mem->get("output.weight").dtype, head) << scheme;
+  }
 }
 
 TEST(QuantModel, HuggingFaceQkRowsArePermutedToGgufOrderWhenWritten) {

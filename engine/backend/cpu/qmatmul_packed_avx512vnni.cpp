@@ -58,12 +58,16 @@ inline void tile_tokens(const PackedArgs& a, const uint8_t* tile, int64_t r, int
     const uint8_t* blk = grp + (HasM ? 64 : 32);
     const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
     for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) {
+      // The high nibbles stay in place (16 q, 0..240: still a u8 operand of vpdpbusd), so
+      // their sums come out 16 times too large, exactly (every product is a multiple of 16)
+      // and without overflow (|sum| <= 16 x 240 x 127); one arithmetic shift of the sum
+      // replaces a shift of each of the four chunks.
       __m512i lo[4], hi[4];
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) {
         const __m512i w = _mm512_loadu_si512(blk + 64 * v);
         lo[v] = _mm512_and_si512(w, low);
-        hi[v] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+        hi[v] = _mm512_andnot_si512(low, w);
       }
 #pragma GCC unroll 4
       for (int j = 0; j < TT; ++j) {
@@ -75,7 +79,7 @@ inline void tile_tokens(const PackedArgs& a, const uint8_t* tile, int64_t r, int
           s0 = _mm512_dpbusd_epi32(s0, lo[v], bcast_dword(x + 8 * v));
           s1 = _mm512_dpbusd_epi32(s1, hi[v], bcast_dword(x + 8 * v + 4));
         }
-        const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+        const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4)));
         acc[j] = _mm512_fmadd_ps(f, _mm512_mul_ps(d, _mm512_set1_ps(xd[j][b])), acc[j]);
         macc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(xc[j][b]), macc[j]);
       }

@@ -3,6 +3,7 @@
 // exactly the ones the in-place kernels decode, and keeps them in a per-backend cache.
 #include "backend/cpu/qrepack.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -61,26 +62,34 @@ void full_block_dwords(DType t, const uint8_t* row, int64_t b, uint32_t out[4]) 
 
 }  // namespace
 
-std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool) {
+PackedQ4 packed_layout(const TensorView& W) {
   if (!repackable(W.dtype)) throw Error(W.name, std::string("repack: no packed layout for ") + dtype_name(W.dtype));
-  auto p = std::make_unique<PackedQ4>();
-  p->dtype = W.dtype;
-  p->rows = W.rows();
-  p->cols = W.cols();
-  p->nb = (p->cols + kQB - 1) / kQB;
-  p->gb = W.dtype == DType::INT4_G128 ? 4 : 1;
-  p->ng = (p->nb + p->gb - 1) / p->gb;
-  p->group_bytes = scale_bytes(W.dtype) + static_cast<uint64_t>(p->gb) * kPackBlockBytes;
-  p->tile_bytes = static_cast<uint64_t>(p->ng) * p->group_bytes;
-  p->tiles = (p->rows + kPackRows - 1) / kPackRows;
-  p->storage.assign(p->bytes() + 63, 0);   // rows past the matrix stay zero
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p->storage.data()) + 63) & ~uintptr_t{63});
-  p->data_ = base;
-  const uint64_t row_bytes = dtype_row_bytes(W.dtype, p->cols);
+  PackedQ4 p;
+  p.dtype = W.dtype;
+  p.rows = W.rows();
+  p.cols = W.cols();
+  p.nb = (p.cols + kQB - 1) / kQB;
+  p.gb = W.dtype == DType::INT4_G128 ? 4 : 1;
+  p.ng = (p.nb + p.gb - 1) / p.gb;
+  p.group_bytes = scale_bytes(W.dtype) + static_cast<uint64_t>(p.gb) * kPackBlockBytes;
+  p.tile_bytes = static_cast<uint64_t>(p.ng) * p.group_bytes;
+  p.tiles = (p.rows + kPackRows - 1) / kPackRows;
+  return p;
+}
+
+std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool) {
+  auto p = std::make_unique<PackedQ4>(packed_layout(W));
+  p->storage = PageBuffer(p->bytes(), /*huge_pages=*/true);
+  repack_into(W, *p, p->storage.data(), pool);
+  return p;
+}
+
+void repack_into(const TensorView& W, PackedQ4& P, uint8_t* base, ThreadPool& pool) {
+  P.data_ = base;   // zero: rows past the matrix stay zero
+  const uint64_t row_bytes = dtype_row_bytes(W.dtype, P.cols);
   const bool has_m = qkernels::packed_has_m(W.dtype);
-  const int64_t nfull = qkernels::full_blocks(W.dtype, p->cols);
+  const int64_t nfull = qkernels::full_blocks(W.dtype, P.cols);
   const uint64_t src_group_bytes = W.dtype == DType::Q4_0 ? 18 : W.dtype == DType::INT4_G128 ? 68 : 20;
-  const PackedQ4& P = *p;
   pool.parallel_for(P.tiles, [&](int64_t t0, int64_t t1) {
     QBlock qb;
     for (int64_t t = t0; t < t1; ++t) {
@@ -113,7 +122,6 @@ std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool) {
       }
     }
   });
-  return p;
 }
 
 void packed_block(const PackedQ4& p, int64_t r, int64_t b, QBlock* out) {
@@ -146,11 +154,23 @@ const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
     return it->second.get();
   if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
     throw Error(W.name, "matmul: weight data missing or shorter than its shape");
-  std::unique_ptr<PackedQ4> p = repack_q4(W, pool);
+  auto p = std::make_unique<PackedQ4>(packed_layout(W));
+  repack_into(W, *p, allocate(p->bytes()), pool);
   release_mapped_pages(W.data, W.nbytes);
   const PackedQ4* out = p.get();
   map_[W.data] = std::move(p);
   return out;
+}
+
+uint8_t* RepackCache::allocate(uint64_t n) {
+  n = (n + 63) / 64 * 64;
+  if (chunks_.empty() || chunk_used_ + n > chunks_.back().size()) {
+    chunks_.emplace_back(std::max(n, kChunkBytes), /*huge_pages=*/true);
+    chunk_used_ = 0;
+  }
+  uint8_t* p = chunks_.back().data() + chunk_used_;
+  chunk_used_ += n;
+  return p;
 }
 
 uint64_t RepackCache::bytes() const {

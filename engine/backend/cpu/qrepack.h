@@ -18,6 +18,7 @@
 
 #include "backend/cpu/qmatmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/page_buffer.h"
 #include "model/tensor.h"
 
 namespace llmwb::cpu {
@@ -36,11 +37,20 @@ struct PackedQ4 {
   const uint8_t* data() const { return data_; }
   uint64_t bytes() const { return static_cast<uint64_t>(tiles) * tile_bytes; }
 
-  std::vector<uint8_t> storage;   // bytes() + 63; data_ is its first 64-byte aligned byte
+  // The tiles: bytes() at a 64-byte aligned address, either in `storage` (repack_q4) or in a
+  // RepackCache's arena. Both are zero-filled page mappings on 2 MiB pages where the system
+  // gives them: decode streams the whole copy every token, and with 4 KiB pages each page
+  // costs a TLB miss and a page walk (tinyllama-shaped INT4_G32 decode: ~10% more time).
   const uint8_t* data_ = nullptr;
+  PageBuffer storage;
 };
 
-// Repacks W (rows checked against W.nbytes by the caller); tiles are filled on `pool`.
+// The shape of W's packed copy (no data yet); throws llmwb::Error for a type without one.
+PackedQ4 packed_layout(const TensorView& W);
+// Fills p's tiles at dst (p.bytes() zero bytes, 64-byte aligned) from W, on `pool`, and
+// points p at them. W's rows are checked against W.nbytes by the caller.
+void repack_into(const TensorView& W, PackedQ4& p, uint8_t* dst, ThreadPool& pool);
+// Both, into a buffer of its own.
 std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool);
 // Block b of row r read back from the packed copy (the round trip of unpack_block).
 void packed_block(const PackedQ4& p, int64_t r, int64_t b, qkernels::QBlock* out);
@@ -61,17 +71,25 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
 const char* qmatmul_packed_kernel_name();
 
 // Packed copies keyed by the weight's address, type and shape, built on first use. The owner
-// (CpuBackend) lives no longer than the model whose tensors it was handed.
+// (CpuBackend) lives no longer than the model whose tensors it was handed. The copies are
+// carved one after another out of 64 MiB huge-page chunks: a mapping per matrix would leave
+// the last partial 2 MiB of each in small pages (~20% of tinyllama's bytes), and rounding
+// each up to 2 MiB would cost ~1 MiB of RSS per matrix; in a chunk only the 2 MiB page where
+// its last copy ends is partly unused (pages never touched are never backed).
 class RepackCache {
  public:
   // The packed copy of W (built now if new), or nullptr when W's type is not repackable.
   const PackedQ4* get(const TensorView& W, ThreadPool& pool);
   uint64_t bytes() const;
   size_t size() const;
+  static constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
 
  private:
+  uint8_t* allocate(uint64_t n);   // zero bytes, 64-byte aligned; under mu_
   mutable std::mutex mu_;
   std::unordered_map<const uint8_t*, std::unique_ptr<PackedQ4>> map_;
+  std::vector<PageBuffer> chunks_;
+  uint64_t chunk_used_ = 0;   // bytes handed out of chunks_.back()
 };
 
 }  // namespace llmwb::cpu
