@@ -419,8 +419,8 @@ void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
           float* tacc = acc + r / RR * tile_floats;
           pf.issue();
           const int64_t so = r / RR * nx_slice;
-          const char* px = nx + so;
           const int64_t pb = imax(0, imin(nx_slice, nx_bytes - so));
+          const char* px = pb > 0 ? nx + so : nullptr;   // never an address past x's end
           if (rr == RR && tt == TT) {
             chunk_tile<RR, TT>(wpack + r * kv, xtile + k0 * TT, k0, k1, tacc, k0 == 0, px, pb);
           } else {
