@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "support/simd_levels.h"
 
 namespace llmwb {
 namespace {
@@ -38,14 +40,57 @@ TEST(Ops, RmsnormScalesByTheInverseRootMeanSquare) {
 }
 
 TEST(Ops, SiluMulGatesTheUpProjection) {
-  for (int64_t n : kSizes) {
-    auto g = random_vector(static_cast<size_t>(n), 3, 8.0f);
-    const auto u = random_vector(static_cast<size_t>(n), 4);
-    const auto g0 = g;
-    cpu::silu_mul(g.data(), u.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      const double expect = g0[i] / (1.0 + std::exp(-double(g0[i]))) * u[i];
-      EXPECT_NEAR(g[i], expect, 1e-6 * (1 + std::fabs(expect)));
+  for (cpu::SimdLevel level : test::available_levels()) {
+    test::SimdLevelGuard guard(level);
+    for (int64_t n : kSizes) {
+      auto g = random_vector(static_cast<size_t>(n), 3, 8.0f);
+      const auto u = random_vector(static_cast<size_t>(n), 4);
+      const auto g0 = g;
+      cpu::silu_mul(g.data(), u.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double expect = g0[i] / (1.0 + std::exp(-double(g0[i]))) * u[i];
+        EXPECT_NEAR(g[i], expect, 1e-6 * (1 + std::fabs(expect))) << cpu::simd_level_name(level) << " n=" << n;
+      }
+    }
+  }
+}
+
+// Large gates: silu(g) -> g for large g, -> 0 (not NaN) for very negative g, at every level.
+TEST(Ops, SiluMulHandlesLargeGates) {
+  const std::vector<float> g0 = {0.0f, -0.0f, 30.0f, -30.0f, 88.0f, -88.0f, 104.0f, -104.0f, 1e30f, -1e30f, 3e38f,
+                                 -3e38f, 1e-30f, -1e-30f, 0.5f, -0.5f, 20.0f};
+  const std::vector<float> u(g0.size(), 0.5f);
+  for (cpu::SimdLevel level : test::available_levels()) {
+    test::SimdLevelGuard guard(level);
+    std::vector<float> g = g0;
+    cpu::silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double x = g0[i];
+      const double expect = (x >= 0 ? x / (1.0 + std::exp(-x)) : x * std::exp(x) / (1.0 + std::exp(x))) * 0.5;
+      ASSERT_TRUE(std::isfinite(g[i])) << cpu::simd_level_name(level) << " g=" << g0[i];
+      EXPECT_NEAR(g[i], expect, 1e-6 * std::fabs(expect) + 1e-30) << cpu::simd_level_name(level) << " g=" << g0[i];
+    }
+  }
+}
+
+// An element's result must not depend on how many elements the call has or where it sits
+// (the partial last vector included), or a token's activations would depend on its batch.
+TEST(Ops, SiluMulOfAnElementDoesNotDependOnItsPositionOrTheLength) {
+  const auto g = random_vector(100, 6, 10.0f);
+  const auto u = random_vector(100, 7);
+  for (cpu::SimdLevel level : test::available_levels()) {
+    test::SimdLevelGuard guard(level);
+    std::vector<float> whole = g;
+    cpu::silu_mul(whole.data(), u.data(), 100);
+    for (int64_t first : {0, 1, 5, 17, 40}) {
+      for (int64_t n : {1, 3, 15, 16, 17, 33, 60}) {
+        std::vector<float> part(g.begin() + first, g.begin() + first + n);
+        cpu::silu_mul(part.data(), u.data() + first, n);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::memcmp(&part[i], &whole[first + i], sizeof(float)), 0)
+              << cpu::simd_level_name(level) << " element " << first + i << " in a call of " << n << " from " << first;
+        }
+      }
     }
   }
 }

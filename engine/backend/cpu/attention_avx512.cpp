@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/exp_avx512.h"
 #include "backend/cpu/hsum_avx512.h"
 
 namespace llmwb::cpu::kernels {
@@ -61,26 +62,6 @@ inline void weighted_sum(const float* const* vrows, const float* probs, int ctx,
     for (int n = 0; n < N; ++n) e[n] = _mm512_fmadd_ps(we, _mm512_loadu_ps(vrows[j] + c0 + 16 * n), e[n]);
   }
   for (int n = 0; n < N; ++n) _mm512_storeu_ps(out + c0 + 16 * n, _mm512_add_ps(e[n], o[n]));
-}
-
-// e^x for x <= 0 (the softmax's s - max), 16 at a time: x = n ln2 + r with |r| <= ln2 / 2
-// (ln2 in two parts, Cody-Waite), e^r by the minimax polynomial of Cephes' expf (about one
-// ulp), times 2^n by vscalefps, which also flushes what underflows to zero. x is clamped at
-// -104 (e^-104 is below the smallest denormal) so that -inf cannot make inf - inf.
-inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  return _mm512_scalef_ps(_mm512_add_ps(p, _mm512_set1_ps(1.0f)), n);
 }
 
 // probs[0, ctx) = softmax of the scores in place: the maximum, e^(s - max) and their sum in

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "backend/cpu/matmul.h"
+
 namespace llmwb::cpu {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -72,6 +74,10 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 }
 
 void silu_mul(float* gate, const float* up, int64_t n) {
+  if (simd_level() == SimdLevel::Avx512) {
+    kernels::silu_mul_avx512(gate, up, n);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];

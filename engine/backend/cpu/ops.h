@@ -14,6 +14,8 @@ namespace llmwb::cpu {
 // out may equal x. Norm weights are converted to float once at load time.
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g))  (SwiGLU, Shazeer 2020).
+// At the AVX-512 level kernels::silu_mul_avx512 (polynomial exp, within a few ulps of the
+// scalar loop); either way each element's result depends on its own inputs only.
 void silu_mul(float* gate, const float* up, int64_t n);
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
@@ -28,5 +30,9 @@ void axpy(float* y, float a, const float* x, int64_t n);
 float dot_f32_i8(const float* a, const int8_t* b, int64_t n);
 // y[i] += a * x[i] over int8 x (a already holds x's scale).
 void axpy_i8(float* y, float a, const int8_t* x, int64_t n);
+
+namespace kernels {
+void silu_mul_avx512(float* gate, const float* up, int64_t n);   // silu_avx512.cpp
+}  // namespace kernels
 
 }  // namespace llmwb::cpu
