@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTest>
@@ -26,8 +27,10 @@ QString read_text(const QString& path) {
 QString stories_gguf() { return shared_path("models/stories260K/stories260K.gguf"); }
 
 void isolate_user_data() {
+  // One settings file and data folder per test program: ctest -j runs several at once, and a
+  // shared one would be cleared by one program in the middle of another's checks.
   QCoreApplication::setOrganizationName("llmwb-test");
-  QCoreApplication::setApplicationName("llmwb-test");
+  QCoreApplication::setApplicationName("llmwb-test-" + QFileInfo(QCoreApplication::applicationFilePath()).fileName());
   QStandardPaths::setTestModeEnabled(true);
   QSettings().clear();
   QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
