@@ -269,5 +269,28 @@ TEST(QRepack, TheCacheCarvesCopiesOutOfSharedChunks) {
   EXPECT_EQ(cache.size(), kQ4Types.size());
 }
 
+// A second view of the same bytes as another shape gets a copy of its own; the copy handed out
+// for the first view stays valid and is found again (it used to be replaced, leaving the first
+// pointer dangling).
+TEST(QRepack, ViewsOfTheSameBytesWithOtherShapesGetCopiesOfTheirOwn) {
+  ThreadPool pool(2);
+  cpu::RepackCache cache;
+  Weights w(DType::Q4_0, 32, 64, 5);
+  TensorView wide = w.view;
+  wide.shape = {16, 128};   // the same 32 x 64 Q4_0 bytes read as 16 rows of 128
+  const cpu::PackedQ4* a = cache.get(w.view, pool);
+  const std::vector<uint8_t> a_bytes(a->data(), a->data() + a->bytes());
+  const cpu::PackedQ4* b = cache.get(wide, pool);
+  ASSERT_NE(a, b);
+  EXPECT_EQ(b->rows, 16);
+  EXPECT_EQ(b->cols, 128);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.get(w.view, pool), a);
+  EXPECT_EQ(a->rows, 32);
+  EXPECT_EQ(a->cols, 64);
+  EXPECT_EQ(std::memcmp(a->data(), a_bytes.data(), a_bytes.size()), 0);
+  EXPECT_EQ(cache.get(wide, pool), b);
+}
+
 }  // namespace
 }  // namespace llmwb

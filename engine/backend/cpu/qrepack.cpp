@@ -148,17 +148,15 @@ void packed_block(const PackedQ4& p, int64_t r, int64_t b, QBlock* out) {
 const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
   if (!repackable(W.dtype)) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(W.data);
-  if (it != map_.end() && it->second->dtype == W.dtype && it->second->rows == W.rows() &&
-      it->second->cols == W.cols())
-    return it->second.get();
+  const Key key{W.data, W.dtype, W.rows(), W.cols()};
+  if (auto it = map_.find(key); it != map_.end()) return it->second.get();
   if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
     throw Error(W.name, "matmul: weight data missing or shorter than its shape");
   auto p = std::make_unique<PackedQ4>(packed_layout(W));
   repack_into(W, *p, allocate(p->bytes()), pool);
   release_mapped_pages(W.data, W.nbytes);
   const PackedQ4* out = p.get();
-  map_[W.data] = std::move(p);
+  map_.emplace(key, std::move(p));
   return out;
 }
 

@@ -13,7 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <span>
-#include <unordered_map>
+#include <compare>
+#include <map>
 #include <vector>
 
 #include "backend/cpu/qmatmul_kernels.h"
@@ -85,9 +86,18 @@ class RepackCache {
   static constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
 
  private:
+  // Address, type and shape all in the key: a second view of the same bytes as another type or
+  // shape gets its own copy and never replaces one handed out earlier (the caller may still
+  // hold that pointer, e.g. across matmul_shared_input's matrices).
+  struct Key {
+    const uint8_t* data;
+    DType dtype;
+    int64_t rows, cols;
+    auto operator<=>(const Key&) const = default;
+  };
   uint8_t* allocate(uint64_t n);   // zero bytes, 64-byte aligned; under mu_
   mutable std::mutex mu_;
-  std::unordered_map<const uint8_t*, std::unique_ptr<PackedQ4>> map_;
+  std::map<Key, std::unique_ptr<PackedQ4>> map_;
   std::vector<PageBuffer> chunks_;
   uint64_t chunk_used_ = 0;   // bytes handed out of chunks_.back()
 };
