@@ -52,7 +52,6 @@ void FramePacer::draw_now() {
   draw_();
   last_cost_ms_ = thread_cpu_ms() - start;
   total_cost_ms_ += last_cost_ms_;
-  ++draws_;
   since_draw_.start();
 }
 

@@ -36,8 +36,8 @@ class FramePacer {
   // Draws now (the view was just shown, or its data were replaced).
   void draw_now();
   double last_cost_ms() const { return last_cost_ms_; }
-  // Draws so far and their summed cost (the GUI benchmark reports the mean).
-  long draws() const { return draws_; }
+  // The summed cost of the draws so far (the GUI benchmark reports the mean per draw, with
+  // LiveView::draw_count).
   double total_cost_ms() const { return total_cost_ms_; }
   int min_interval_ms() const { return min_interval_ms_; }
   void set_min_interval_ms(int ms) { min_interval_ms_ = ms; }
@@ -50,7 +50,6 @@ class FramePacer {
   QElapsedTimer since_draw_;
   double last_cost_ms_ = 0.0;
   double total_cost_ms_ = 0.0;
-  long draws_ = 0;
   bool pending_ = false;
 };
 

@@ -10,7 +10,6 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTextStream>
-#include <QFileInfo>
 #include <QTimer>
 
 #include <algorithm>
