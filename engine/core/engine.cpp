@@ -179,9 +179,10 @@ void Engine::Impl::load(const LoadProgress& progress) {
     // original's mapped pages are dropped once copied, so RSS holds one copy (qrepack.h), and
     // so is a matrix quantized at load: nothing reads its unpacked bytes again (the model
     // multiplies through the backend, which finds the copy by the view's address).
+    // A head tied to the embedding is never discarded: the embedding lookup reads its rows.
     auto prepare = [&](const TensorView& t) {
       backend->prepare(t);
-      if (cpu::repackable(t.dtype)) file->discard_quantized(t.data);
+      if (cpu::repackable(t.dtype) && t.data != weights.tok_embeddings.data) file->discard_quantized(t.data);
     };
     // Progress (and the chance to cancel) after every layer: a 7B model takes seconds here.
     const size_t n_layers = weights.layers.size();
