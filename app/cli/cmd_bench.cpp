@@ -4,6 +4,13 @@
 // decode steps only. Each test runs once to warm up, then --reps times; the table shows the
 // median tokens/s and the standard deviation over the repetitions.
 //
+// Each test also reports GFLOP/s: tokens/s times the FLOPs a token really costs in this
+// engine's forward pass (llmwb/flops.h: no FLOPs for the embedding lookup, the output head
+// once per prompt in pp, attention over the context). With --peak the machine's peak FMA rate
+// at the same thread count is measured right before and right after each test, and the test's
+// share of the higher of the two is reported: on a host whose speed drifts within minutes
+// that is the only fair ceiling to hold a figure against.
+//
 // Prompts are random token ids (seeded, a fresh prompt per repetition) and the prefix cache
 // is off, so no repetition reuses another's KV blocks.
 #include <algorithm>
@@ -17,11 +24,13 @@
 #include <vector>
 
 #include "args.h"
+#include "backend/cpu/fma_peak.h"
 #include "backend/cpu/matmul.h"
 #include "command.h"
 #include "engine_flags.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
+#include "llmwb/flops.h"
 
 namespace llmwb::cli {
 namespace {
@@ -33,8 +42,22 @@ struct TestResult {
   int n_prompt = 0, n_gen = 0;
   std::vector<double> samples_ts;   // tokens/s of each repetition
   double median = 0, stddev = 0;
+  double flops_per_token = 0;               // forward_flops of the tokens counted, per token
+  double peak_before = 0, peak_after = 0;   // GFLOP/s, with --peak
   std::string error;
+
+  double gflops() const { return median * flops_per_token / 1e9; }
+  double peak() const { return std::max(peak_before, peak_after); }
 };
+
+// FLOPs per counted token: a ppN run is one prefill of N tokens with logits for the last;
+// a tgN run counts the N - 1 decode steps after the prefill, at contexts 1 .. N - 1.
+double flops_per_token(const ModelInfo& m, const TestResult& r) {
+  if (r.n_prompt > 0) return forward_flops(m, 0, r.n_prompt, 1).total() / r.n_prompt;
+  double sum = 0;
+  for (int c = 1; c < r.n_gen; ++c) sum += forward_flops(m, c, 1, 1).total();
+  return r.n_gen > 1 ? sum / (r.n_gen - 1) : forward_flops(m, 0, 1, 1).total();
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -126,7 +149,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // -n is llama-bench's generation length here; parallel samples per request (generate's --n)
   // are --samples.
   Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples"}}),
-         join({engine_bool_flags(), {"json"}}));
+         join({engine_bool_flags(), {"json", "peak"}}));
   const int samples = static_cast<int>(a.integer("samples", 1, 1, 64));
   EngineConfig cfg = engine_config_from(a);
   cfg.enable_prefix_caching = false;
@@ -135,6 +158,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const int reps = static_cast<int>(a.integer("r", a.integer("reps", 5, 1, 1000), 1, 1000));
   const uint64_t seed = a.u64("seed").value_or(1234);
   const bool json = a.flag("json");
+  const bool with_peak = a.flag("peak");
 
   Engine engine(cfg);
   const ModelInfo& info = engine.model_info();
@@ -145,15 +169,25 @@ int run_bench(const std::vector<std::string>& argv) {
 
   std::vector<TestResult> results;
   for (int64_t p : pp) {
-    if (p > 0) results.push_back({"pp" + std::to_string(p), static_cast<int>(p), 0, {}, 0, 0, {}});
+    if (p > 0) {
+      TestResult r;
+      r.name = "pp" + std::to_string(p);
+      r.n_prompt = static_cast<int>(p);
+      results.push_back(r);
+    }
   }
   for (int64_t n : tg) {
-    if (n > 0)
-      results.push_back({"tg" + std::to_string(n) + (samples > 1 ? " x" + std::to_string(samples) : ""), 0,
-                         static_cast<int>(n), {}, 0, 0, {}});
+    if (n > 0) {
+      TestResult r;
+      r.name = "tg" + std::to_string(n) + (samples > 1 ? " x" + std::to_string(samples) : "");
+      r.n_gen = static_cast<int>(n);
+      results.push_back(r);
+    }
   }
   std::mt19937_64 rng(seed);
   for (TestResult& r : results) {
+    r.flops_per_token = flops_per_token(info, r);
+    if (with_peak) r.peak_before = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     try {
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
         const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, samples, rng);
@@ -165,6 +199,7 @@ int run_bench(const std::vector<std::string>& argv) {
       r.error = e.what();
       while (engine.has_unfinished()) engine.step();
     }
+    if (with_peak) r.peak_after = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     if (!json) std::fprintf(stderr, "%s done\n", r.name.c_str());
   }
 
@@ -184,24 +219,35 @@ int run_bench(const std::vector<std::string>& argv) {
                           {"reps", reps},
                           {"median_ts", r.median},
                           {"stddev_ts", r.stddev},
-                          {"samples_ts", r.samples_ts}};
+                          {"samples_ts", r.samples_ts},
+                          {"flops_per_token", r.flops_per_token},
+                          {"median_gflops", r.gflops()}};
+      if (with_peak) {
+        j["peak_gflops_before"] = r.peak_before;
+        j["peak_gflops_after"] = r.peak_after;
+        j["fraction_of_peak"] = r.peak() > 0 ? r.gflops() / r.peak() : 0.0;
+      }
       if (!r.error.empty()) j["error"] = r.error;
       arr.push_back(j);
     }
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
   }
-  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
-              "test", "t/s");
-  std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(8, '-').c_str(), std::string(21, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(6, '-').c_str(), std::string(19, '-').c_str());
+  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s | %8s |%s\n", "model", "size", "params", "backend",
+              "threads", "test", "t/s", "GFLOP/s", with_peak ? " % peak |" : "");
+  std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: | %s: |%s\n", std::string(24, '-').c_str(),
+              std::string(9, '-').c_str(), std::string(8, '-').c_str(), std::string(21, '-').c_str(),
+              std::string(6, '-').c_str(), std::string(6, '-').c_str(), std::string(19, '-').c_str(),
+              std::string(7, '-').c_str(), with_peak ? " -----: |" : "");
   for (const TestResult& r : results) {
     char ts[64];
     if (r.error.empty()) std::snprintf(ts, sizeof ts, "%.2f ± %.2f", r.median, r.stddev);
     else std::snprintf(ts, sizeof ts, "%s", "error");
-    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s |\n", model.c_str(), human_bytes(info.weight_bytes).c_str(),
-                human_count(info.n_params).c_str(), backend.c_str(), threads, r.name.c_str(), ts);
+    char peak[32] = "";
+    if (with_peak) std::snprintf(peak, sizeof peak, " %5.1f%% |", r.peak() > 0 ? 100.0 * r.gflops() / r.peak() : 0.0);
+    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s | %8.1f |%s\n", model.c_str(),
+                human_bytes(info.weight_bytes).c_str(), human_count(info.n_params).c_str(), backend.c_str(), threads,
+                r.name.c_str(), ts, r.gflops(), peak);
   }
   int failed = 0;
   for (const TestResult& r : results) {
@@ -214,13 +260,15 @@ int run_bench(const std::vector<std::string>& argv) {
 }
 
 const std::string kUsage =
-    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [engine flags]\n"
+    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [--peak] [engine flags]\n"
                 "  -p LIST                 prompt sizes to time (ppN); 0 = none (default 128,512)\n"
                 "  -n LIST                 generation lengths to time (tgN), after a 1-token prompt (default 128)\n"
                 "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
                 "  --seed S                seed of the random prompts (default 1234)\n"
                 "  --samples N             tg: N parallel samples per request, sharing the prompt's KV blocks\n"
-                "  --json                  print a JSON array, one object per test\n") +
+                "  --json                  print a JSON array, one object per test\n"
+                "  --peak                  measure the peak FMA rate before and after each test and report\n"
+                "                          the test's GFLOP/s as a share of the higher one\n") +
     engine_flags_usage();
 
 const CommandRegistration reg({"bench", "prompt-processing and generation speed (pp/tg tokens per second, like llama-bench)",

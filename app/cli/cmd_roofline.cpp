@@ -146,34 +146,6 @@ Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps) {
   return best;
 }
 
-// GFLOP/s of `threads` threads each running the FMA loop, best of `reps`.
-double measure_peak(int threads, cpu::SimdLevel level, int reps) {
-  ThreadPool pool(threads);
-  // Calibrate: about 0.2 s per repetition.
-  int64_t iters = 1 << 16;
-  for (;;) {
-    const auto t0 = Clock::now();
-    cpu::fma_loop(level, iters);
-    const double s = seconds_since(t0);
-    if (s > 0.02 || iters > (int64_t{1} << 40)) {
-      iters = static_cast<int64_t>(static_cast<double>(iters) * 0.2 / std::max(s, 1e-6));
-      break;
-    }
-    iters *= 4;
-  }
-  double best = 0;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<double> flops(static_cast<size_t>(threads));
-    const auto t0 = Clock::now();
-    pool.run([&](int ith, int) { flops[static_cast<size_t>(ith)] = cpu::fma_loop(level, iters); });
-    const double s = seconds_since(t0);
-    double total = 0;
-    for (double f : flops) total += f;
-    best = std::max(best, total / s / 1e9);
-  }
-  return best;
-}
-
 struct KernelResult {
   std::string matrix, dtype;
   int64_t rows = 0, cols = 0, tokens = 0;
@@ -284,7 +256,7 @@ int run_roofline(const std::vector<std::string>& argv) {
   for (int t = 1; t < nth; t *= 2) counts.push_back(t);
   counts.push_back(nth);
   std::vector<double> peaks;
-  for (int t : counts) peaks.push_back(measure_peak(t, level, reps));
+  for (int t : counts) peaks.push_back(cpu::measure_peak_fma(t, level, reps));
 
   std::vector<KernelResult> kernels;
   if (a.flag("kernels")) {

@@ -1,7 +1,12 @@
 // fma_peak.cpp — dispatch of fma_loop() and its scalar version.
 #include "backend/cpu/fma_peak.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <vector>
+
+#include "backend/cpu/thread_pool.h"
 
 namespace llmwb::cpu {
 
@@ -32,6 +37,35 @@ double fma_loop(SimdLevel level, int64_t iters) {
     case SimdLevel::Scalar: break;
   }
   return fma_loop_scalar(iters);
+}
+
+double measure_peak_fma(int threads, SimdLevel level, int reps) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  ThreadPool pool(threads);
+  // Calibrate: about 0.2 s per repetition.
+  int64_t iters = 1 << 16;
+  for (;;) {
+    const auto t0 = Clock::now();
+    fma_loop(level, iters);
+    const double s = since(t0);
+    if (s > 0.02 || iters > (int64_t{1} << 40)) {
+      iters = static_cast<int64_t>(static_cast<double>(iters) * 0.2 / std::max(s, 1e-6));
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> flops(static_cast<size_t>(pool.size()));
+    const auto t0 = Clock::now();
+    pool.run([&](int ith, int) { flops[static_cast<size_t>(ith)] = fma_loop(level, iters); });
+    const double s = since(t0);
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s / 1e9);
+  }
+  return best;
 }
 
 }  // namespace llmwb::cpu

@@ -13,6 +13,11 @@ namespace llmwb::cpu {
 // throughput; nothing touches memory.
 double fma_loop(SimdLevel level, int64_t iters);
 
+// GFLOP/s of `threads` threads each running fma_loop at `level` at once (about 0.2 s a
+// repetition), best of `reps`: the machine's compute ceiling, measured (llmwb-cli roofline,
+// and bench --peak beside each test).
+double measure_peak_fma(int threads, SimdLevel level, int reps);
+
 namespace kernels {
 double fma_loop_avx2(int64_t iters);
 double fma_loop_avx512(int64_t iters);
