@@ -188,19 +188,11 @@ void gemv_dt(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // Packs rr <= RR weight rows, columns [0, kv), as floats interleaved by k-step:
 // wp[s][i][l] = w[i][s * W + l], so that a tile reads its weights as one sequential stream.
 // The values are exactly those load_weights gives dot_tile.
-// Alongside, if pf is set, the same bytes of the rows pf + i * rb (the next tile's) are
-// prefetched into L1 one load ahead of time: a row is a page or two long and the hardware
-// prefetchers stop at page boundaries, so without this every packed row began with misses to
-// DRAM (perf on an F32 prefill: the packing's loads held ~3.5 % of the time).
 template <DType DT>
-inline void pack_tile(const uint8_t* const* wr, int rr, int64_t kv, float* wp, const uint8_t* pf, int64_t rb) {
+inline void pack_tile(const uint8_t* const* wr, int rr, int64_t kv, float* wp) {
   constexpr int RR = V::kGemmRows;
-  constexpr int64_t eb = DT == DType::F32 ? 4 : 2;   // bytes per weight
   for (int i = 0; i < rr; ++i) {
-    for (int64_t k = 0; k < kv; k += W) {
-      if (pf != nullptr && ((k * eb) & 63) == 0) _mm_prefetch(reinterpret_cast<const char*>(pf + i * rb + k * eb), _MM_HINT_T0);
-      V::store(wp + k * RR + i * W, load_weights<DT>(wr[i], k));
-    }
+    for (int64_t k = 0; k < kv; k += W) V::store(wp + k * RR + i * W, load_weights<DT>(wr[i], k));
   }
 }
 
@@ -378,9 +370,7 @@ void gemm_dt(const MatmulArgs& a, int64_t r0, int64_t r1, float* scratch) {
     for (int64_t r = 0; r < nrows; r += RR) {
       const int rr = static_cast<int>(imin(RR, nrows - r));
       for (int i = 0; i < rr; ++i) wr[i] = a.w + (rb0 + r + i) * a.w_row_bytes;
-      // The next full tile of this block, if any.
-      const uint8_t* pf = r + 2 * RR <= nrows ? wr[0] + RR * a.w_row_bytes : nullptr;
-      pack_tile<DT>(wr, rr, kv, wpack + r * kv, pf, static_cast<int64_t>(a.w_row_bytes));
+      pack_tile<DT>(wr, rr, kv, wpack + r * kv);
     }
     // The next block: rows [rb0 + mc, next_end), prefetched in slices of whole lines by the
     // last pf_tiles token tiles only. Each token tile streams its x (TT x kv floats) through
