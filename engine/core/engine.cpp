@@ -154,7 +154,8 @@ void Engine::Impl::load(const LoadProgress& progress) {
   LlamaWeights weights = LlamaWeights::bind(*file);
   if (!cfg.quantize.empty()) {
     report(0.2, "quantizing to " + cfg.quantize);
-    quantize_weights_in_place(*file, weights, cfg.quantize);   // unknown scheme: Error("quantize", ...)
+    // Unknown scheme: Error("quantize", ...). On CUDA a k-quant head is Q8_0 (for_backend).
+    quantize_weights_in_place(*file, weights, cfg.quantize, cfg.backend);
   }
 
   // Touch every weight page once, in order, so the model is resident before the first request

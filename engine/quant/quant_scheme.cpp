@@ -49,6 +49,12 @@ QuantScheme QuantScheme::parse(const std::string& name) {
   throw Error("quantize", "unknown scheme '" + name + "'; one of: " + all);
 }
 
+QuantScheme QuantScheme::for_backend(const std::string& backend) const {
+  QuantScheme s = *this;
+  if (backend == "cuda" && is_k_quant(s.output)) s.output = DType::Q8_0;
+  return s;
+}
+
 bool use_more_bits(int layer, int n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }

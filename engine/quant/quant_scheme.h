@@ -44,6 +44,12 @@ struct QuantScheme {
   static QuantScheme parse(const std::string& name);
   static const std::vector<std::string>& names();
 
+  // The scheme as it should run on `backend` ("cpu", "cuda"): the CUDA backend has no k-quant
+  // kernel and would widen a Q6_K head to F16 on the device (twice Q8_0's bytes, read every
+  // decode step), so for "cuda" a k-quant head becomes Q8_0, which it multiplies natively.
+  // Matrices are left alone (a k-quant scheme's matrices still go to the device as F16).
+  QuantScheme for_backend(const std::string& backend) const;
+
   QuantChoice choose(const TensorView& t, const TensorRole& role) const;
   DType dtype_for(const TensorView& t, const TensorRole& role) const { return choose(t, role).dtype; }
 };

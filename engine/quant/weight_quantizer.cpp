@@ -62,8 +62,9 @@ TensorView quantize_tensor(const TensorView& src, DType dtype, PageBuffer& out, 
   return quantize_into(src, dtype, out.data(), n, n_threads);
 }
 
-std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme_name) {
-  const QuantScheme scheme = QuantScheme::parse(scheme_name);
+std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme_name,
+                                                       const std::string& backend) {
+  const QuantScheme scheme = QuantScheme::parse(scheme_name).for_backend(backend);
   const int n_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
   const int n_layers = static_cast<int>(w.layers.size());
   std::vector<QuantizedTensor> done;

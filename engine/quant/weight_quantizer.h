@@ -31,7 +31,8 @@ struct QuantizedTensor {
 // appended to file.quantized (a backend may discard them once copied: ModelFile::discard_quantized); the TensorViews of `w` and the entries of file.tensors with the same
 // names are repointed to it. Norm vectors stay as they are. Tensors already of the target type
 // are left alone. Returns one entry per tensor considered, in model order. Throws llmwb::Error
-// for an unknown scheme.
-std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme);
+// for an unknown scheme. `backend` is where the weights will run (QuantScheme::for_backend).
+std::vector<QuantizedTensor> quantize_weights_in_place(ModelFile& file, LlamaWeights& w, const std::string& scheme,
+                                                       const std::string& backend = "cpu");
 
 }  // namespace llmwb

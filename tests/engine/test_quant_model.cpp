@@ -317,6 +317,19 @@ TEST(QuantModel, TheHeadTypeFollowsTheScheme) {
   }
 }
 
+// The CUDA backend has no k-quant kernel: quantizing for it keeps the 4-bit schemes' head in
+// Q8_0 (multiplied natively there) instead of a Q6_K head it would widen to F16.
+TEST(QuantModel, QuantizingForCudaKeepsTheHeadInATypeTheGpuMultiplies) {
+  for (const std::string scheme : {"int4-g32", "int4-g128", "q4_0"}) {
+    auto mem = load_model_file(make_kquant_test_model());
+    LlamaWeights w = LlamaWeights::bind(*mem);
+    quantize_weights_in_place(*mem, w, scheme, "cuda");
+    EXPECT_EQ(w.output.dtype, DType::Q8_0) << scheme;
+    EXPECT_EQ(QuantScheme::parse(scheme).for_backend("cpu").output, DType::Q6_K) << scheme;
+  }
+  EXPECT_EQ(QuantScheme::parse("q4_k_m").for_backend("cuda").matrix, DType::Q4_K);
+}
+
 TEST(QuantModel, HuggingFaceQkRowsArePermutedToGgufOrderWhenWritten) {
   // The HF folder keeps q/k in rotate-half order; the GGUF writer permutes them to interleaved
   // rows, and the loaded file must still compute the same model. The two apply RoPE in a
