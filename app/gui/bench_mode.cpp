@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPaintEvent>
@@ -113,11 +114,22 @@ int run_gui_bench(const BenchOptions& options) {
   QSettings().clear();
   Workbench bench;
   BenchMode mode(bench, options);
+  QObject::connect(&mode, &BenchMode::finished, &mode, [](const QJsonObject& j) {
+    print_json(j);
+    QApplication::exit(0);
+  });
+  QObject::connect(&mode, &BenchMode::failed, &mode, [](const QString& why) {
+    QTextStream(stderr) << "llmwb --bench-gui: " << why << "\n";
+    QApplication::exit(1);
+  });
   QTimer::singleShot(0, &mode, &BenchMode::start);
   return QApplication::exec();
 }
 
-BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {}
+BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {
+  phase_timer_.setTimerType(Qt::PreciseTimer);
+  connect(&phase_timer_, &QTimer::timeout, this, &BenchMode::switch_phase);
+}
 
 void BenchMode::start() {
   ui::MainWindow& w = bench_.window();
@@ -181,6 +193,7 @@ void BenchMode::next_generation() {
     wakeups_start_ = bench_.mailbox().wakeups();
     threads_start_ = thread_cpu_by_name();
     if (options_.count_paints) qApp->installEventFilter(this);
+    if (options_.ab_phase_ms > 0) start_ab();
   }
   bench_.window().completion_view()->generate();
   if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
@@ -239,6 +252,7 @@ void BenchMode::report() {
   const long wakeups = bench_.mailbox().wakeups() - wakeups_start_;
   j["mailbox_deliveries_per_s"] = wall > 0 ? double(deliveries) / wall : 0.0;
   j["mailbox_wakeups_per_s"] = wall > 0 ? double(wakeups) / wall : 0.0;
+  if (options_.ab_phase_ms > 0) j["ab"] = ab_report();
   if (options_.count_paints) {
     qApp->removeEventFilter(this);
     QJsonObject paints;
@@ -246,8 +260,7 @@ void BenchMode::report() {
       paints[name] = QJsonObject{{"events", double(c.events)}, {"megapixels", c.pixels / 1e6}};
     j["paints"] = paints;
   }
-  print_json(j);
-  QApplication::exit(0);
+  emit finished(j);
 }
 
 bool BenchMode::eventFilter(QObject* watched, QEvent* event) {
@@ -260,8 +273,111 @@ bool BenchMode::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void BenchMode::fail(const QString& why) {
-  QTextStream(stderr) << "llmwb --bench-gui: " << why << "\n";
-  QApplication::exit(1);
+  phase_timer_.stop();
+  bench_.mailbox().hold(false);
+  emit failed(why);
+}
+
+const ui::LiveView& BenchMode::counted_view() const {
+  return raised_ ? *raised_ : *bench_.window().throughput_chart();
+}
+
+void BenchMode::start_ab() {
+  // One sample per step: a generation takes at most its token limit (or the context) in steps.
+  const long context = std::max(1, bench_.window().model_info().context_length);
+  const long per_generation = std::min<long>(options_.max_tokens, context) + 2;
+  bench_.worker().step_log().enable(size_t(std::min<long>(per_generation * options_.generations, 1L << 24)));
+  phases_.clear();
+  phase_timer_.start(options_.ab_phase_ms);
+  begin_phase(true);
+}
+
+void BenchMode::begin_phase(bool live) {
+  AbPhase p;
+  p.live = live;
+  p.start = StepLog::now();
+  p.settled = p.start + 1e-3 * options_.ab_settle_ms;
+  phases_.push_back(p);
+  settled_ = false;
+  phase_draws_start_ = counted_view().draw_count();
+  const int k = int(phases_.size()) - 1;
+  // Tagged before holding and after releasing: the steps of either switch's first moments
+  // count as the live phase's (and fall into its settle time anyway).
+  if (live) {
+    bench_.worker().step_log().set_phase(k);
+    bench_.mailbox().hold(false);
+  } else {
+    bench_.mailbox().hold(true);
+    bench_.worker().step_log().set_phase(k);
+  }
+  QTimer::singleShot(options_.ab_settle_ms, Qt::PreciseTimer, this, [this, k] {
+    if (k == int(phases_.size()) - 1 && !settled_) mark_settled();
+  });
+}
+
+void BenchMode::mark_settled() {
+  settled_ = true;
+  AbPhase& p = phases_.back();
+  // A settle timer that fired late (the GUI thread was busy) moves the start of the counted
+  // part of the phase for the steps too.
+  p.settled = std::max(p.settled, StepLog::now());
+  const ui::LiveView& v = counted_view();
+  phase_draws_settled_ = v.draw_count();
+  p.settle_draws = phase_draws_settled_ - phase_draws_start_;
+  phase_draw_ms_settled_ = v.pacer().total_cost_ms();
+  phase_cpu_settled_ = this_thread_cpu_seconds();
+}
+
+void BenchMode::end_phase() {
+  if (!settled_) mark_settled();
+  AbPhase& p = phases_.back();
+  p.end = StepLog::now();
+  const ui::LiveView& v = counted_view();
+  p.draws = v.draw_count() - phase_draws_settled_;
+  p.draw_ms = v.pacer().total_cost_ms() - phase_draw_ms_settled_;
+  p.gui_cpu_s = this_thread_cpu_seconds() - phase_cpu_settled_;
+}
+
+QJsonObject BenchMode::ab_report() {
+  phase_timer_.stop();
+  end_phase();
+  StepLog& log = bench_.worker().step_log();
+  log.set_phase(-1);
+  bench_.mailbox().hold(false);
+  const AbResult r = analyse_ab(log.samples(), phases_);
+  auto side = [](const AbSide& s) {
+    QJsonObject o;
+    o["phases"] = s.phases;
+    o["steps"] = double(s.steps);
+    o["tokens"] = double(s.tokens);
+    o["step_seconds"] = s.step_seconds;
+    o["tok_s"] = s.tok_s();
+    o["wall_seconds"] = s.wall_seconds;
+    o["draws"] = double(s.draws);
+    o["draws_per_s"] = s.wall_seconds > 0 ? double(s.draws) / s.wall_seconds : 0.0;
+    o["ms_per_draw"] = s.draws > 0 ? s.draw_ms / double(s.draws) : 0.0;
+    o["settle_draws"] = double(s.settle_draws);
+    o["gui_thread_cpu_share"] = s.wall_seconds > 0 ? s.gui_cpu_s / s.wall_seconds : 0.0;
+    return o;
+  };
+  QJsonObject j;
+  j["phase_ms"] = options_.ab_phase_ms;
+  j["settle_ms"] = options_.ab_settle_ms;
+  j["context_bucket"] = AbResult::kContextBucket;
+  j["pairs"] = r.pairs;
+  j["settle_steps"] = double(r.settle_steps);
+  j["unlogged_steps"] = double(log.overflow());
+  j["live"] = side(r.live);
+  j["quiet"] = side(r.quiet);
+  j["overhead_pct_median"] = 100.0 * r.overhead_median;
+  j["overhead_pct_pooled"] = 100.0 * r.overhead_pooled;
+  j["overhead_raw_pct_median"] = 100.0 * r.overhead_raw_median;
+  j["overhead_raw_pct_pooled"] = 100.0 * r.overhead_raw_pooled;
+  QJsonArray pairs;
+  for (double o : r.pair_overhead) pairs.append(100.0 * o);
+  j["overhead_pct_per_pair"] = pairs;
+  log.enable(0);
+  return j;
 }
 
 }  // namespace llmwb::gui

@@ -69,7 +69,14 @@ void FrameMailbox::drop_telemetry() {
   want_snapshot_ = true;
 }
 
+void FrameMailbox::hold(bool on) {
+  if (on == held_) return;
+  held_ = on;
+  if (!held_) deliver();
+}
+
 void FrameMailbox::on_wakeup(bool urgent) {
+  if (held_) return;  // the release delivers
   if (urgent || !since_delivery_.isValid() || since_delivery_.elapsed() >= interval_ms_) {
     deliver();
   } else if (!timer_.isActive()) {
@@ -80,6 +87,8 @@ void FrameMailbox::on_wakeup(bool urgent) {
 
 void FrameMailbox::deliver() {
   timer_.stop();
+  // Held: the wake-up flags stay set, so the engine posts without waking this thread.
+  if (held_) return;
   Mail mail;
   bool pulling = false;
   {

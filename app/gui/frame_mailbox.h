@@ -63,6 +63,11 @@ class FrameMailbox : public QObject {
   // pass through, and wake-ups near the number of urgent events and idle-to-busy transitions.
   long deliveries() const { return deliveries_; }
   long wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
+  // Holding stops deliveries (the GUI benchmark's quiet phases, bench_mode.h): the engine
+  // posts exactly as before and its results wait, merged, in the box; nothing wakes or runs in
+  // the receiving thread. Releasing delivers the backlog at once.
+  void hold(bool on);
+  bool held() const { return held_; }
 
  signals:
   void tokens(const llmwb::ui::TokenDelta& delta);
@@ -84,6 +89,7 @@ class FrameMailbox : public QObject {
   QElapsedTimer since_delivery_;
   QTimer timer_;
   long deliveries_ = 0;
+  bool held_ = false;
 };
 
 }  // namespace llmwb::gui
