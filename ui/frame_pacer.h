@@ -40,6 +40,8 @@ class FramePacer {
   // LiveView::draw_count).
   double total_cost_ms() const { return total_cost_ms_; }
   int min_interval_ms() const { return min_interval_ms_; }
+  // A draw is scheduled (requested within the interval, not yet made).
+  bool pending() const { return pending_; }
   void set_min_interval_ms(int ms) { min_interval_ms_ = ms; }
 
  private:

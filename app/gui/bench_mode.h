@@ -11,7 +11,7 @@
 // the baseline. tools/bench_gui_overhead.sh interleaves both under Xvfb and reports medians.
 //
 // With --bench-ab PHASE_MS the comparison happens inside one process instead (ab_phases.h):
-// while the generations run, the window alternates every PHASE_MS between "live" (as a user
+// while the generations run, the window alternates every ~PHASE_MS between "live" (as a user
 // sees it) and "quiet" (the FrameMailbox held: no results delivered, nothing drawn, the GUI
 // thread idle as in a headless run), the engine thread logs every step with the phase it
 // started in (StepLog), and the JSON line gains an "ab" object: per phase tokens, step
@@ -25,6 +25,7 @@
 #include <QTimer>
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ struct BenchOptions {
   bool count_paints = false;     // report paint events by widget class (an event filter)
   QString screenshot;            // PNG of the window while the middle generation streams ("": none)
   int ab_phase_ms = 0;           // A/B mode: live and quiet phases of this length (0: off)
-  int ab_settle_ms = 40;         // steps this soon after a switch are left out (> a frame interval)
+  // Steps this soon after a switch to live are left out (> a mailbox interval); after a switch
+  // to quiet, a quarter of it and until the raised view's pending draw is made.
+  int ab_settle_ms = 40;
 };
 
 // The headless baseline: prints the JSON line and returns the process exit code.
@@ -76,6 +79,7 @@ class BenchMode : public QObject {
   const ui::LiveView& counted_view() const;
   void start_ab();
   void begin_phase(bool live);
+  void settle(int k);
   void mark_settled();
   void end_phase();
   void switch_phase() {
@@ -107,6 +111,8 @@ class BenchMode : public QObject {
   std::map<QString, PaintCount> paints_;  // by class name, while measuring
   // A/B mode.
   QTimer phase_timer_;
+  std::mt19937 phase_rng_{20261130};  // fixed seed: the same sequence of phase lengths each run
+  std::uniform_real_distribution<double> phase_jitter_{0.0, 1.0};
   std::vector<AbPhase> phases_;
   bool settled_ = false;  // the current phase's settle time is over
   long phase_draws_start_ = 0, phase_draws_settled_ = 0;

@@ -76,7 +76,10 @@ void FrameMailbox::hold(bool on) {
 }
 
 void FrameMailbox::on_wakeup(bool urgent) {
-  if (held_) return;  // the release delivers
+  if (held_) {  // the release delivers
+    if (urgent) emit urgent_held();
+    return;
+  }
   if (urgent || !since_delivery_.isValid() || since_delivery_.elapsed() >= interval_ms_) {
     deliver();
   } else if (!timer_.isActive()) {

@@ -72,6 +72,9 @@ class FrameMailbox : public QObject {
  signals:
   void tokens(const llmwb::ui::TokenDelta& delta);
   void telemetry(const llmwb::ui::TelemetryFrame& frame);
+  // While held: something urgent (a first token, a finish) is waiting; the engine may be idle
+  // until it is delivered.
+  void urgent_held();
 
  private:
   void on_wakeup(bool urgent);

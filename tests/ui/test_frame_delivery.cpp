@@ -179,6 +179,53 @@ class TestFrameDelivery : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(8) > 0; }, 5000));
   }
 
+  // A held box (the GUI benchmark's quiet phases) delivers nothing, not even a finish, and
+  // wakes the receiver at most once per kind; releasing delivers everything, merged, in order.
+  void a_held_box_delivers_nothing_until_released() {
+    gui::FrameMailbox box(5);
+    QObject context;
+    Received r;
+    r.connect_to(box, &context);
+    box.hold(true);
+    QVERIFY(box.held());
+    const int n = 300;
+    std::thread engine([&] {
+      for (int i = 0; i < n; ++i) {
+        gui::FrameMailbox::Mail m;
+        m.deltas.push_back(piece(3, i));
+        ui::StepRecord s;
+        s.step = quint64(i);
+        m.steps.push_back(s);
+        box.post(std::move(m), i == 0);  // the first token is urgent
+        if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      gui::FrameMailbox::Mail fin;
+      ui::TokenDelta f;
+      f.ticket = 3;
+      f.finished = true;
+      f.finish_reason = FinishReason::Length;
+      fin.deltas.push_back(f);
+      box.post(std::move(fin), true);
+    });
+    engine.join();
+    QTest::qWait(60);  // many frame intervals
+    QCOMPARE(box.deliveries(), 0L);
+    QCOMPARE(r.frames, 0L);
+    QVERIFY(r.by_ticket.empty());
+    QVERIFY2(box.wakeups() <= 2, qPrintable(QString::number(box.wakeups())));
+    box.hold(false);
+    QCOMPARE(box.deliveries(), 1L);  // at once, in the release
+    QCOMPARE(r.steps, long(n));
+    const Received::Generation& g = r.by_ticket[3];
+    QVERIFY(g.finished);
+    QCOMPARE(g.deltas, 1);
+    QCOMPARE(int(g.ids.size()), n);
+    for (int i = 0; i < n; ++i) QCOMPARE(g.ids[size_t(i)], i);
+    // Released, it delivers as before.
+    box.post(gui::FrameMailbox::Mail{{piece(4, 0)}, {}, nullptr}, false);
+    QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(4) > 0; }, 5000));
+  }
+
   // Two generations interleaved step by step arrive each complete and in its own order.
   void interleaved_generations_stay_apart() {
     gui::FrameMailbox box(33);
