@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QPaintEvent>
 #include <QPlainTextEdit>
+#include <QScreen>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTextStream>
@@ -239,6 +240,8 @@ void BenchMode::report() {
   // CLOCK_MONOTONIC at the start of the measured phase (to cut a `perf record -k mono` trace).
   j["measure_start_monotonic_s"] = wall_start_;
   j["platform"] = QApplication::platformName();
+  j["screen_refresh_hz"] = w.screen() ? w.screen()->refreshRate() : 0.0;
+  j["mailbox_interval_ms"] = bench_.mailbox().frame_interval_ms();
   const double wall = j["wall_seconds"].toDouble();
   const long draws = w.throughput_chart()->draw_count() - draws_start_;
   j["throughput_chart_draws"] = double(draws);

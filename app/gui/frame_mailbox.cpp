@@ -69,6 +69,8 @@ void FrameMailbox::drop_telemetry() {
   want_snapshot_ = true;
 }
 
+void FrameMailbox::set_frame_interval_ms(int ms) { interval_ms_ = std::max(1, ms); }
+
 void FrameMailbox::hold(bool on) {
   if (on == held_) return;
   held_ = on;

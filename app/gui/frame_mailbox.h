@@ -58,6 +58,8 @@ class FrameMailbox : public QObject {
 
   // --- the receiving thread ---
   int frame_interval_ms() const { return interval_ms_; }
+  // The shortest time between two deliveries from now on (at least 1 ms).
+  void set_frame_interval_ms(int ms);
   // Deliveries made (box emptied with something in it) and wake-ups the engine thread posted,
   // for tests and the GUI benchmark: deliveries stay near the frame rate however many tokens
   // pass through, and wake-ups near the number of urgent events and idle-to-busy transitions.
@@ -80,7 +82,7 @@ class FrameMailbox : public QObject {
   void on_wakeup(bool urgent);
   void deliver();
 
-  const int interval_ms_;
+  int interval_ms_;
   std::mutex mutex_;
   Mail box_;                  // guarded by mutex_
   // Guarded by mutex_: a wake-up is queued or a pull is due, so posting need not wake.

@@ -9,6 +9,7 @@
 
 #include "completion_view.h"
 #include "frame_mailbox.h"
+#include "frame_pacer.h"
 #include "llmwb/llm.h"
 #include "sampling_params_editor.h"
 #include "ui_test_support.h"
@@ -355,6 +356,24 @@ class TestFrameDelivery : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return e.finished(req.ticket); }, 10000));
     QCOMPARE(e.by_ticket[req.ticket].finish.finish_reason, FinishReason::Error);
     QVERIFY(!e.by_ticket[req.ticket].finish.error.empty());
+  }
+
+  // Results arrive every screen frame while a live chart is on screen to draw them, and at the
+  // text's pace while none is.
+  void delivery_interval_follows_the_live_views() {
+    ui::MainWindow& w = window();
+    const int frame = ui::FramePacer::frame_interval_ms(w.screen());
+    QVERIFY(frame < gui::Workbench::kTextIntervalMs);
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), frame);
+    using View = ui::MainWindow::View;
+    std::vector<QWidget*> docks;
+    for (View v : {View::Throughput, View::KvCache, View::Timeline, View::Attention})
+      docks.push_back(w.view_widget(v)->parentWidget());
+    for (QWidget* d : docks) d->hide();
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), gui::Workbench::kTextIntervalMs);
+    for (QWidget* d : docks) d->show();
+    w.show_view(View::Throughput);
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), frame);
   }
 };
 
