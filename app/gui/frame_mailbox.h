@@ -5,7 +5,8 @@
 // wake-up of the GUI thread far more often than anyone can see. The mailbox turns delivery
 // around: the engine thread only appends to a mutex-protected box (token deltas merged per
 // generation, one compact record per step) and wakes the GUI thread only when the box was
-// empty and no pull is due; the GUI thread empties the box at most once per frame interval,
+// empty and no pull is due; the GUI thread empties the box at most once per frame interval
+// (the Workbench sets it: the screen's frame while a live chart is on screen, 33 ms otherwise),
 // emits the results as ordinary signals in its own thread and, while results keep coming,
 // pulls again by its own timer one interval later. A steady stream therefore costs the engine
 // thread no wake-up at all and the GUI thread one timer per frame, a burst of any length at
