@@ -61,6 +61,11 @@ class FrameMailbox : public QObject {
   int frame_interval_ms() const { return interval_ms_; }
   // The shortest time between two deliveries from now on (at least 1 ms).
   void set_frame_interval_ms(int ms);
+  // The shortest time between two deliveries of text (token deltas), when longer than the
+  // frame interval: the charts then get every frame and the text panes, whose repaint at
+  // 4000 tok/s costs more than a chart's, every other one. Urgent deltas (first token, finish)
+  // still go at once. 0 (the default): text goes with every delivery.
+  void set_text_interval_ms(int ms) { text_interval_ms_ = std::max(0, ms); }
   // Deliveries made (box emptied with something in it) and wake-ups the engine thread posted,
   // for tests and the GUI benchmark: deliveries stay near the frame rate however many tokens
   // pass through, and wake-ups near the number of urgent events and idle-to-busy transitions.
@@ -81,7 +86,8 @@ class FrameMailbox : public QObject {
 
  private:
   void on_wakeup(bool urgent);
-  void deliver();
+  // `everything`: the text too, however recent the last text delivery.
+  void deliver(bool everything);
 
   int interval_ms_;
   std::mutex mutex_;
@@ -93,6 +99,8 @@ class FrameMailbox : public QObject {
   std::atomic<long> wakeups_{0};
   // Receiving thread only.
   QElapsedTimer since_delivery_;
+  QElapsedTimer since_text_;
+  int text_interval_ms_ = 0;
   QTimer timer_;
   long deliveries_ = 0;
   bool held_ = false;

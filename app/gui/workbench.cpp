@@ -44,7 +44,8 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_failed, q, &ui::QuantView::on_failed, Qt::QueuedConnection);
   // Results reach the GUI thread every screen frame while a live chart is on screen to draw
-  // them, else at the text's pace.
+  // them, else at the text's pace; text goes at its pace either way.
+  mailbox_.set_text_interval_ms(kTextIntervalMs);
   for (ui::LiveView* v : w->findChildren<ui::LiveView*>()) {
     live_views_.push_back(v);
     connect(v, &ui::LiveView::on_screen_toggled, this, &Workbench::update_delivery_interval);

@@ -1,9 +1,11 @@
 // How generation results reach the GUI thread (FrameMailbox): complete and in order, finish /
 // error / abort delivered, and a burst of thousands of tokens costing a handful of wake-ups
 // and deliveries. Counts, not timings: tools/bench_gui_overhead.sh measures the speed.
+#include <QElapsedTimer>
 #include <QPlainTextEdit>
 #include <QTest>
 
+#include <atomic>
 #include <map>
 #include <thread>
 
@@ -225,6 +227,54 @@ class TestFrameDelivery : public QObject {
     // Released, it delivers as before.
     box.post(gui::FrameMailbox::Mail{{piece(4, 0)}, {}, nullptr}, false);
     QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(4) > 0; }, 5000));
+  }
+
+  // With a text interval longer than the frame interval, telemetry goes every frame and text
+  // every few frames, complete and in order; a finish goes at once with the tokens before it.
+  void text_goes_at_its_own_pace() {
+    gui::FrameMailbox box(5);
+    box.set_text_interval_ms(40);
+    QObject context;
+    Received r;
+    r.connect_to(box, &context);
+    long token_deliveries = 0;
+    QObject::connect(&box, &gui::FrameMailbox::tokens, &context, [&] { ++token_deliveries; });
+    const int n = 200;
+    std::atomic<bool> done{false};
+    std::thread engine([&] {
+      for (int i = 0; i < n; ++i) {
+        gui::FrameMailbox::Mail m;
+        m.deltas.push_back(piece(5, i));
+        ui::StepRecord s;
+        s.step = quint64(i);
+        m.steps.push_back(s);
+        box.post(std::move(m), false);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      done = true;
+    });
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(QTest::qWaitFor([&] { return done.load(); }, 20000));
+    engine.join();
+    QVERIFY(QTest::qWaitFor([&] { return r.by_ticket[5].ids.size() == size_t(n) && r.steps == n; }, 5000));
+    const double ms = double(t.elapsed());
+    // At most one text delivery per ~35 ms (the interval less half a frame), plus the first.
+    QVERIFY2(token_deliveries <= long(ms / 35.0) + 2, qPrintable(QString("%1 in %2 ms").arg(token_deliveries).arg(ms)));
+    QVERIFY2(r.frames > token_deliveries, qPrintable(QString("%1 frames, %2 text").arg(r.frames).arg(token_deliveries)));
+    const Received::Generation& g = r.by_ticket[5];
+    for (int i = 0; i < n; ++i) QCOMPARE(g.ids[size_t(i)], i);
+    for (int i = 0; i < n; ++i) QCOMPARE(r.step_numbers[size_t(i)], quint64(i));
+    // A finish right after a text delivery still goes at once, after the token before it.
+    box.post(gui::FrameMailbox::Mail{{piece(5, n)}, {}, nullptr}, false);
+    ui::TokenDelta f;
+    f.ticket = 5;
+    f.finished = true;
+    f.finish_reason = FinishReason::Length;
+    box.post(gui::FrameMailbox::Mail{{f}, {}, nullptr}, true);
+    QVERIFY(QTest::qWaitFor([&] { return r.finished(5); }, 1000));
+    QCOMPARE(int(r.by_ticket[5].ids.size()), n + 1);
+    QCOMPARE(r.by_ticket[5].deltas_after_finish, 0);
   }
 
   // Two generations interleaved step by step arrive each complete and in its own order.
