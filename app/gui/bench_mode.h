@@ -10,13 +10,15 @@
 // an Engine driven directly from the main thread, as llmwb-cli does, with no window at all:
 // the baseline. tools/bench_gui_overhead.sh interleaves both under Xvfb and reports medians.
 //
-// With --bench-ab PHASE_MS the comparison happens inside one process instead (ab_phases.h):
-// while the generations run, the window alternates every ~PHASE_MS between "live" (as a user
-// sees it) and "quiet" (the FrameMailbox held: no results delivered, nothing drawn, the GUI
-// thread idle as in a headless run), the engine thread logs every step with the phase it
-// started in (StepLog), and the JSON line gains an "ab" object: per phase tokens, step
+// With --bench-ab [--bench-phase-ms MS] the comparison happens inside one process instead
+// (ab_phases.h): while the generations run, the window alternates every ~MS (250 by default;
+// each phase 0.5-1.5 times it) between "live" (as a user sees it) and "quiet" (the
+// FrameMailbox held: no results delivered, nothing drawn, the GUI thread idle as in a headless
+// run; a finish held there ends the phase), the engine thread logs every step with the phase
+// it started in (StepLog), and the JSON line gains an "ab" object: per phase tokens, step
 // seconds, tok/s, the raised view's draws per second and cost, and the overhead as the median
-// over adjacent live/quiet pairs. Host drift between separate runs cannot fool it.
+// over adjacent live/quiet pairs. Drift between separate runs cannot fool it. The line's
+// other figures then cover both phases together.
 #pragma once
 
 #include <QJsonObject>
