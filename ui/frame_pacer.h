@@ -27,11 +27,11 @@ class FramePacer {
   static int frame_interval_ms(const QScreen* screen);
 
   // The budget is per view. 15%: the throughput chart's draw (the live layer only) costs 1-2 ms
-  // under Xvfb, so it draws at the screen's rate (~50 draws/s on stories260K at ~3000 tok/s,
-  // every token on llama-110m); the in-process A/B measurement (llmwb --bench-gui N
-  // --bench-ab) put the cost to generation within its noise on the shared 2-core machine
-  // (BENCHMARKS.md). The old 5% held it to ~25 draws/s. On a machine where a draw costs more,
-  // the budget still bounds what drawing can take.
+  // of GUI-thread CPU under Xvfb, so it draws at the screen's rate (~57 draws/s on stories260K,
+  // every token on llama-110m); the old 5% held it to ~25 draws/s. The in-process A/B
+  // measurement (llmwb --bench-gui N --bench-ab, BENCHMARKS.md) found no difference between
+  // the two on llama-110m. On a machine where a draw costs more, the budget still bounds what
+  // drawing can take.
   static constexpr double kDefaultBudget = 0.15;
   FramePacer(QObject* owner, std::function<void()> draw, double budget = kDefaultBudget, int min_interval_ms = 33);
 
