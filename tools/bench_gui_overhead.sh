@@ -7,7 +7,16 @@
 # Environment: MODEL (default: stories260K.bin from the shared models, 511 tokens per greedy
 # generation), THREADS (engine threads, default 1 = the GUI's automatic choice on 2 cores),
 # GENERATIONS (per run, default 20), PAIRS (default 5), VIEW (dock raised: throughput, kv,
-# timeline, attention or none; default throughput).
+# timeline, attention or none; default throughput), AB (1: the in-process A/B mode instead,
+# below), PHASE_MS (A/B phase length, default 250), EXTRA (more llmwb flags, e.g.
+# "--max-tokens 300").
+#
+# AB=1 runs `llmwb --bench-gui N --bench-ab` PAIRS times (per binary, interleaved): each run
+# alternates live phases (everything drawn) and quiet ones (nothing delivered or drawn) inside
+# one process and compares the engine's own steps in adjacent phases, so the drift between
+# separate runs on a shared machine drops out. Reported per run and as medians over runs: the
+# position-matched overhead (median over phase pairs, and pooled), the raw one, tok/s per
+# phase, the raised view's draws/s and ms per draw in the live phases.
 #
 # Each pair runs `llmwb --bench-gui N --bench-headless` (the engine driven from the main
 # thread, no window: what llmwb-cli does) and `llmwb --bench-gui N` (the real window, the
@@ -26,6 +35,9 @@ threads="${THREADS:-1}"
 generations="${GENERATIONS:-20}"
 pairs="${PAIRS:-5}"
 view="${VIEW:-throughput}"
+ab="${AB:-0}"
+phase_ms="${PHASE_MS:-250}"
+read -r -a extra <<<"${EXTRA:-}"
 
 display=":$((90 + RANDOM % 500))"
 Xvfb "$display" -screen 0 1920x1080x24 -nolisten tcp >/dev/null 2>&1 &
@@ -39,6 +51,52 @@ mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 xvfb_cpu() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$xvfb_pid/stat"; }
 
 out="$(mktemp)"
+if [ "$ab" = 1 ]; then
+  # One line per A/B run.
+  summary='
+import json, sys
+j = json.loads(sys.stdin.read()); a = j["ab"]; l, q = a["live"], a["quiet"]
+print("%s run %s: overhead %.1f%% (pooled %.1f, raw %.1f), %d pairs, live %.1f tok/s, quiet %.1f tok/s, "
+      "%.1f draws/s x %.2f ms, quiet draws %d" % (sys.argv[1], sys.argv[2], a["overhead_pct_median"],
+      a["overhead_pct_pooled"], a["overhead_raw_pct_median"], a["pairs"], l["tok_s"], q["tok_s"],
+      l["draws_per_s"], l["ms_per_draw"], q["draws"]))'
+  for ((p = 1; p <= pairs; ++p)); do
+    for b in "${bins[@]}"; do
+      line="$("$b" --bench-gui "$generations" --bench-ab --bench-phase-ms "$phase_ms" --bench-view "$view" \
+        --threads "$threads" "${extra[@]}" "$model" 2>/dev/null)"
+      echo "$b|$p|$line" >>"$out"
+      echo "$line" | python3 -c "$summary" "$b" "$p"
+    done
+  done
+  python3 - "$out" <<'PY'
+import json, statistics, sys
+runs = {}
+for row in open(sys.argv[1]):
+    b, p, line = row.rstrip("\n").split("|", 2)
+    runs.setdefault(b, []).append(json.loads(line))
+med = statistics.median
+print()
+for b, js in runs.items():
+    a = [j["ab"] for j in js]
+    g = js[-1]
+    live = lambda k: med(x["live"][k] for x in a)
+    quiet = lambda k: med(x["quiet"][k] for x in a)
+    print(f"{b}: {len(js)} A/B runs, model {g['model']}, {g['threads']} engine thread(s), view {g['view']}, "
+          f"phases ~{a[0]['phase_ms']} ms, {sum(x['pairs'] for x in a)} phase pairs in all")
+    per_run = ", ".join("%.1f" % x["overhead_pct_median"] for x in a)
+    print(f"  overhead median over runs {med(x['overhead_pct_median'] for x in a):.1f}% (per run: {per_run}); "
+          f"pooled {med(x['overhead_pct_pooled'] for x in a):.1f}%, raw {med(x['overhead_raw_pct_median'] for x in a):.1f}%")
+    every = [o for x in a for o in x["overhead_pct_per_pair"]]
+    if every:
+        print(f"  median over all {len(every)} phase pairs {med(every):.1f}%")
+    print(f"  tok/s median: live {live('tok_s'):.1f}, quiet {quiet('tok_s'):.1f}")
+    print(f"  live phases: {g['view']} view {live('draws_per_s'):.1f} draws/s, {live('ms_per_draw'):.2f} ms per draw "
+          f"(GUI thread CPU), GUI thread CPU {100 * live('gui_thread_cpu_share'):.1f}% of the time "
+          f"(quiet {100 * quiet('gui_thread_cpu_share'):.1f}%, quiet draws {sum(x['quiet']['draws'] for x in a):.0f})")
+PY
+  rm -f "$out"
+  exit 0
+fi
 for ((p = 1; p <= pairs; ++p)); do
   for b in "${bins[@]}"; do
     order=(headless gui)

@@ -48,11 +48,13 @@ double thread_cpu_ms() {
 }  // namespace
 
 void FramePacer::draw_now() {
+  // Intervals run from the start of one draw to the start of the next: a frame period, and
+  // exactly the period in which a draw of this cost takes `budget` of the time.
+  since_draw_.start();
   const double start = thread_cpu_ms();
   draw_();
   last_cost_ms_ = thread_cpu_ms() - start;
   total_cost_ms_ += last_cost_ms_;
-  since_draw_.start();
 }
 
 }  // namespace llmwb::ui

@@ -4,9 +4,9 @@
 // millisecond the GUI thread paints is a millisecond a thread-pool worker waits. A pacer
 // redraws at most every `min_interval_ms` (the screen's frame interval, see LiveView), and
 // stretches the interval so that drawing takes at most `budget` of the time (interval = last
-// draw's cost / budget, the cost in the GUI thread's CPU time): a view that takes 3 ms to draw
-// with a 5% budget redraws every 60 ms, one that takes 0.8 ms every 16 ms. Requests in between
-// coalesce into one draw.
+// draw's cost / budget, the cost in the GUI thread's CPU time): with the 15% budget a view
+// that takes up to 2.5 ms to draw keeps the 60 Hz screen rate, one that takes 5 ms redraws
+// every 33 ms. Requests in between coalesce into one draw.
 // `draw` must paint synchronously (QWidget::repaint, QCustomPlot::rpImmediateRefresh) for
 // its cost to be measured.
 #pragma once
@@ -26,10 +26,14 @@ class FramePacer {
   // least 4 ms: the shortest useful interval between two draws of a view on it.
   static int frame_interval_ms(const QScreen* screen);
 
-  // The budget is per view. 5%: on stories260K at ~4000 tok/s under Xvfb the throughput chart
-  // (then ~3 ms a draw) redrew ~16 times a second with no measurable cost to generation; at
-  // 2% it drew 7 times a second, at 10% 26 times but generation lost ~5% (BENCHMARKS.md).
-  FramePacer(QObject* owner, std::function<void()> draw, double budget = 0.05, int min_interval_ms = 33);
+  // The budget is per view. 15%: the throughput chart's draw (the live layer only) costs 1-2 ms
+  // of GUI-thread CPU under Xvfb, so it draws at the screen's rate (~57 draws/s on stories260K,
+  // every token on llama-110m); the old 5% held it to ~25 draws/s. The in-process A/B
+  // measurement (llmwb --bench-gui N --bench-ab, BENCHMARKS.md) found no difference between
+  // the two on llama-110m. On a machine where a draw costs more, the budget still bounds what
+  // drawing can take.
+  static constexpr double kDefaultBudget = 0.15;
+  FramePacer(QObject* owner, std::function<void()> draw, double budget = kDefaultBudget, int min_interval_ms = 33);
 
   // Draws now when the budget allows, otherwise once at the earliest allowed time.
   void request();
@@ -40,6 +44,8 @@ class FramePacer {
   // LiveView::draw_count).
   double total_cost_ms() const { return total_cost_ms_; }
   int min_interval_ms() const { return min_interval_ms_; }
+  // A draw is scheduled (requested within the interval, not yet made).
+  bool pending() const { return pending_; }
   void set_min_interval_ms(int ms) { min_interval_ms_ = ms; }
 
  private:

@@ -54,6 +54,7 @@ void LiveView::update_on_screen() {
   if (now != was_on_screen_) {
     was_on_screen_ = now;
     on_screen_changed(now);
+    emit on_screen_toggled(now);
   }
   if (now && stale_) pacer_.draw_now();
 }

@@ -29,6 +29,11 @@ class LiveView : public QWidget {
   long draw_count() const { return draws_; }
   const FramePacer& pacer() const { return pacer_; }
 
+ signals:
+  // The view came on screen or left it (the application delivers results at screen rate
+  // only while some live view is on screen).
+  void on_screen_toggled(bool on_screen);
+
  protected:
   // Draws the view now, synchronously (QCustomPlot::rpImmediateRefresh, QWidget::repaint()),
   // so that the pacer can time it.

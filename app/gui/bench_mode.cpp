@@ -3,10 +3,12 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPaintEvent>
 #include <QPlainTextEdit>
+#include <QScreen>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTextStream>
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "completion_view.h"
@@ -113,11 +116,28 @@ int run_gui_bench(const BenchOptions& options) {
   QSettings().clear();
   Workbench bench;
   BenchMode mode(bench, options);
+  QObject::connect(&mode, &BenchMode::finished, &mode, [](const QJsonObject& j) {
+    print_json(j);
+    QApplication::exit(0);
+  });
+  QObject::connect(&mode, &BenchMode::failed, &mode, [](const QString& why) {
+    QTextStream(stderr) << "llmwb --bench-gui: " << why << "\n";
+    QApplication::exit(1);
+  });
   QTimer::singleShot(0, &mode, &BenchMode::start);
   return QApplication::exec();
 }
 
-BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {}
+BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {
+  phase_timer_.setTimerType(Qt::PreciseTimer);
+  phase_timer_.setSingleShot(true);
+  connect(&phase_timer_, &QTimer::timeout, this, &BenchMode::switch_phase);
+  // A quiet phase ends early when a generation finishes in it: the finish waits in the held
+  // mailbox and the engine would only sit idle until the next generation starts.
+  connect(&bench_.mailbox(), &FrameMailbox::urgent_held, this, [this] {
+    if (phase_timer_.isActive() && !phases_.empty() && !phases_.back().live) switch_phase();
+  });
+}
 
 void BenchMode::start() {
   ui::MainWindow& w = bench_.window();
@@ -181,6 +201,7 @@ void BenchMode::next_generation() {
     wakeups_start_ = bench_.mailbox().wakeups();
     threads_start_ = thread_cpu_by_name();
     if (options_.count_paints) qApp->installEventFilter(this);
+    if (options_.ab_phase_ms > 0) start_ab();
   }
   bench_.window().completion_view()->generate();
   if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
@@ -219,6 +240,8 @@ void BenchMode::report() {
   // CLOCK_MONOTONIC at the start of the measured phase (to cut a `perf record -k mono` trace).
   j["measure_start_monotonic_s"] = wall_start_;
   j["platform"] = QApplication::platformName();
+  j["screen_refresh_hz"] = w.screen() ? w.screen()->refreshRate() : 0.0;
+  j["mailbox_interval_ms"] = bench_.mailbox().frame_interval_ms();
   const double wall = j["wall_seconds"].toDouble();
   const long draws = w.throughput_chart()->draw_count() - draws_start_;
   j["throughput_chart_draws"] = double(draws);
@@ -239,6 +262,7 @@ void BenchMode::report() {
   const long wakeups = bench_.mailbox().wakeups() - wakeups_start_;
   j["mailbox_deliveries_per_s"] = wall > 0 ? double(deliveries) / wall : 0.0;
   j["mailbox_wakeups_per_s"] = wall > 0 ? double(wakeups) / wall : 0.0;
+  if (options_.ab_phase_ms > 0) j["ab"] = ab_report();
   if (options_.count_paints) {
     qApp->removeEventFilter(this);
     QJsonObject paints;
@@ -246,8 +270,7 @@ void BenchMode::report() {
       paints[name] = QJsonObject{{"events", double(c.events)}, {"megapixels", c.pixels / 1e6}};
     j["paints"] = paints;
   }
-  print_json(j);
-  QApplication::exit(0);
+  emit finished(j);
 }
 
 bool BenchMode::eventFilter(QObject* watched, QEvent* event) {
@@ -260,8 +283,129 @@ bool BenchMode::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void BenchMode::fail(const QString& why) {
-  QTextStream(stderr) << "llmwb --bench-gui: " << why << "\n";
-  QApplication::exit(1);
+  phase_timer_.stop();
+  bench_.mailbox().hold(false);
+  emit failed(why);
+}
+
+const ui::LiveView& BenchMode::counted_view() const {
+  return raised_ ? *raised_ : *bench_.window().throughput_chart();
+}
+
+void BenchMode::start_ab() {
+  // One sample per step: a generation takes at most its token limit (or the context) in steps.
+  const long context = std::max(1, bench_.window().model_info().context_length);
+  const long per_generation = std::min<long>(options_.max_tokens, context) + 2;
+  bench_.worker().step_log().enable(size_t(std::min<long>(per_generation * options_.generations, 1L << 24)));
+  phases_.clear();
+  begin_phase(true);
+}
+
+void BenchMode::begin_phase(bool live) {
+  AbPhase p;
+  p.live = live;
+  p.start = StepLog::now();
+  // A live phase settles after the settle time (longer than a mailbox interval, so that
+  // deliveries run at their pace again after the backlog); a quiet one as soon as the GUI
+  // thread has finished what the live phase left it (a quarter of it, and the pending draw,
+  // see settle()): with short generations a quiet phase holds only one generation's tail.
+  const int settle_ms = live ? options_.ab_settle_ms : options_.ab_settle_ms / 4;
+  p.settled = p.start + 1e-3 * settle_ms;
+  phases_.push_back(p);
+  settled_ = false;
+  // Lengths drawn from 0.5-1.5 x the phase length: phases of a fixed length lock onto
+  // generations of a similar one (stories260K: 0.1 s), each phase then seeing the same
+  // positions of every generation.
+  phase_timer_.start(int(std::lround(options_.ab_phase_ms * (0.5 + phase_jitter_(phase_rng_)))));
+  phase_draws_start_ = counted_view().draw_count();
+  const int k = int(phases_.size()) - 1;
+  // Tagged before holding and after releasing: the steps of either switch's first moments
+  // count as the live phase's (and fall into its settle time anyway).
+  if (live) {
+    bench_.worker().step_log().set_phase(k);
+    bench_.mailbox().hold(false);
+  } else {
+    bench_.mailbox().hold(true);
+    bench_.worker().step_log().set_phase(k);
+  }
+  QTimer::singleShot(settle_ms, Qt::PreciseTimer, this, [this, k] { settle(k); });
+}
+
+void BenchMode::settle(int k) {
+  if (k != int(phases_.size()) - 1 || settled_) return;  // the phase is over
+  // A quiet phase settles once the draw the pacer scheduled in the live phase has been made
+  // (up to the pacer's interval, which a costly draw stretches past the settle time): it
+  // belongs to the live phase's work.
+  if (!phases_.back().live && counted_view().pacer().pending()) {
+    QTimer::singleShot(2, Qt::PreciseTimer, this, [this, k] { settle(k); });
+    return;
+  }
+  mark_settled();
+}
+
+void BenchMode::mark_settled() {
+  settled_ = true;
+  AbPhase& p = phases_.back();
+  // A settle timer that fired late (the GUI thread was busy) moves the start of the counted
+  // part of the phase for the steps too.
+  p.settled = std::max(p.settled, StepLog::now());
+  const ui::LiveView& v = counted_view();
+  phase_draws_settled_ = v.draw_count();
+  p.settle_draws = phase_draws_settled_ - phase_draws_start_;
+  phase_draw_ms_settled_ = v.pacer().total_cost_ms();
+  phase_cpu_settled_ = this_thread_cpu_seconds();
+}
+
+void BenchMode::end_phase() {
+  if (!settled_) mark_settled();
+  AbPhase& p = phases_.back();
+  p.end = StepLog::now();
+  const ui::LiveView& v = counted_view();
+  p.draws = v.draw_count() - phase_draws_settled_;
+  p.draw_ms = v.pacer().total_cost_ms() - phase_draw_ms_settled_;
+  p.gui_cpu_s = this_thread_cpu_seconds() - phase_cpu_settled_;
+}
+
+QJsonObject BenchMode::ab_report() {
+  phase_timer_.stop();
+  end_phase();
+  StepLog& log = bench_.worker().step_log();
+  log.set_phase(-1);
+  bench_.mailbox().hold(false);
+  const AbResult r = analyse_ab(log.samples(), phases_);
+  auto side = [](const AbSide& s) {
+    QJsonObject o;
+    o["phases"] = s.phases;
+    o["steps"] = double(s.steps);
+    o["tokens"] = double(s.tokens);
+    o["step_seconds"] = s.step_seconds;
+    o["tok_s"] = s.tok_s();
+    o["wall_seconds"] = s.wall_seconds;
+    o["draws"] = double(s.draws);
+    o["draws_per_s"] = s.wall_seconds > 0 ? double(s.draws) / s.wall_seconds : 0.0;
+    o["ms_per_draw"] = s.draws > 0 ? s.draw_ms / double(s.draws) : 0.0;
+    o["settle_draws"] = double(s.settle_draws);
+    o["gui_thread_cpu_share"] = s.wall_seconds > 0 ? s.gui_cpu_s / s.wall_seconds : 0.0;
+    return o;
+  };
+  QJsonObject j;
+  j["phase_ms"] = options_.ab_phase_ms;  // the mean; each is 0.5-1.5 times it
+  j["settle_ms"] = options_.ab_settle_ms;
+  j["context_bucket"] = AbResult::kContextBucket;
+  j["pairs"] = r.pairs;
+  j["settle_steps"] = double(r.settle_steps);
+  j["unlogged_steps"] = double(log.overflow());
+  j["live"] = side(r.live);
+  j["quiet"] = side(r.quiet);
+  j["overhead_pct_median"] = 100.0 * r.overhead_median;
+  j["overhead_pct_pooled"] = 100.0 * r.overhead_pooled;
+  j["overhead_raw_pct_median"] = 100.0 * r.overhead_raw_median;
+  j["overhead_raw_pct_pooled"] = 100.0 * r.overhead_raw_pooled;
+  QJsonArray pairs;
+  for (double o : r.pair_overhead) pairs.append(100.0 * o);
+  j["overhead_pct_per_pair"] = pairs;
+  log.enable(0);
+  return j;
 }
 
 }  // namespace llmwb::gui

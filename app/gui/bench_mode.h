@@ -9,14 +9,29 @@
 // and how often the throughput chart drew and what a draw cost on average. With --bench-headless the same generations run on
 // an Engine driven directly from the main thread, as llmwb-cli does, with no window at all:
 // the baseline. tools/bench_gui_overhead.sh interleaves both under Xvfb and reports medians.
+//
+// With --bench-ab [--bench-phase-ms MS] the comparison happens inside one process instead
+// (ab_phases.h): while the generations run, the window alternates every ~MS (250 by default;
+// each phase 0.5-1.5 times it) between "live" (as a user sees it) and "quiet" (the
+// FrameMailbox held: no results delivered, nothing drawn, the GUI thread idle as in a headless
+// run; a finish held there ends the phase), the engine thread logs every step with the phase
+// it started in (StepLog), and the JSON line gains an "ab" object: per phase tokens, step
+// seconds, tok/s, the raised view's draws per second and cost, and the overhead as the median
+// over adjacent live/quiet pairs. Drift between separate runs cannot fool it. The line's
+// other figures then cover both phases together.
 #pragma once
 
+#include <QJsonObject>
 #include <QObject>
 #include <QString>
+#include <QTimer>
 
 #include <map>
+#include <random>
 #include <string>
+#include <vector>
 
+#include "ab_phases.h"
 #include "live_view.h"
 #include "workbench.h"
 
@@ -30,6 +45,10 @@ struct BenchOptions {
   QString view = "throughput";  // dock raised: throughput, kv, timeline, attention, or none
   bool count_paints = false;     // report paint events by widget class (an event filter)
   QString screenshot;            // PNG of the window while the middle generation streams ("": none)
+  int ab_phase_ms = 0;           // A/B mode: live and quiet phases of this length (0: off)
+  // Steps this soon after a switch to live are left out (> a mailbox interval); after a switch
+  // to quiet, a quarter of it and until the raised view's pending draw is made.
+  int ab_settle_ms = 40;
 };
 
 // The headless baseline: prints the JSON line and returns the process exit code.
@@ -42,9 +61,14 @@ class BenchMode : public QObject {
 
  public:
   BenchMode(Workbench& bench, BenchOptions options);
-  // Starts the sequence; the application quits with 0 after printing the JSON line, 1 on any
-  // failure (reported on stderr).
+  // Starts the sequence; `finished` or `failed` follows.
   void start();
+
+ signals:
+  // The JSON line's object (run_gui_bench prints it and quits with 0).
+  void finished(const QJsonObject& result);
+  // Why the benchmark could not run (run_gui_bench prints it and quits with 1).
+  void failed(const QString& why);
 
  private:
   void on_model_ready();
@@ -53,6 +77,18 @@ class BenchMode : public QObject {
   void report();
   void fail(const QString& why);
   bool eventFilter(QObject* watched, QEvent* event) override;
+  // A/B mode: the view whose draws are counted (the raised one, else the throughput chart).
+  const ui::LiveView& counted_view() const;
+  void start_ab();
+  void begin_phase(bool live);
+  void settle(int k);
+  void mark_settled();
+  void end_phase();
+  void switch_phase() {
+    end_phase();
+    begin_phase(!phases_.back().live);
+  }
+  QJsonObject ab_report();
 
   Workbench& bench_;
   BenchOptions options_;
@@ -75,6 +111,14 @@ class BenchMode : public QObject {
     double pixels = 0.0;
   };
   std::map<QString, PaintCount> paints_;  // by class name, while measuring
+  // A/B mode.
+  QTimer phase_timer_;
+  std::mt19937 phase_rng_{20261130};  // fixed seed: the same sequence of phase lengths each run
+  std::uniform_real_distribution<double> phase_jitter_{0.0, 1.0};
+  std::vector<AbPhase> phases_;
+  bool settled_ = false;  // the current phase's settle time is over
+  long phase_draws_start_ = 0, phase_draws_settled_ = 0;
+  double phase_draw_ms_settled_ = 0.0, phase_cpu_settled_ = 0.0;
 };
 
 }  // namespace llmwb::gui

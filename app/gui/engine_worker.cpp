@@ -140,6 +140,12 @@ void EngineWorker::run_steps() {
 
 bool EngineWorker::run_step() {
   if (!engine_ || !engine_->has_unfinished()) return false;
+  const bool logging = step_log_.enabled();
+  StepSample sample;
+  if (logging) {
+    sample.phase = step_log_.phase();
+    sample.start = StepLog::now();
+  }
   std::vector<RequestOutput> outputs;
   try {
     outputs = engine_->step();
@@ -158,6 +164,10 @@ bool EngineWorker::run_step() {
     if (it == active_.end()) continue;  // aborted by the user, already reported
     bool first_token = false;
     ui::TokenDelta d = absorb(it->second, out, first_token);
+    if (logging) {
+      sample.tokens += int(d.token_ids.size());
+      sample.context = std::max(sample.context, d.num_prompt_tokens + d.num_output_tokens);
+    }
     urgent = urgent || first_token || d.finished;
     if (d.finished) active_.erase(it);
     if (d.finished || !d.token_ids.empty() || !d.text.empty()) mail.deltas.push_back(std::move(d));
@@ -165,6 +175,11 @@ bool EngineWorker::run_step() {
   const bool idle = !engine_->has_unfinished();
   urgent = urgent || idle;
   mail.latest = snapshot(urgent);
+  if (logging) {
+    // Recorded before the post: a finish the reader receives comes after its last sample.
+    sample.seconds = StepLog::now() - sample.start;
+    step_log_.record(sample);
+  }
   mailbox_.post(std::move(mail), urgent);
   return !idle;
 }

@@ -23,6 +23,7 @@
 #include "llmwb/quant_report.h"
 #include "frame_mailbox.h"
 #include "meta_types.h"
+#include "step_log.h"
 
 namespace llmwb::gui {
 
@@ -40,6 +41,8 @@ class EngineWorker : public QObject {
   void cancel_load(quint64 ticket);
   void cancel_experiment();
   void cancel_quant_report();
+  // Per-step timing for the GUI benchmark's A/B mode (off unless enabled there).
+  StepLog& step_log() { return step_log_; }
 
  public slots:
   void load_model(const llmwb::EngineConfig& config, quint64 ticket);
@@ -114,6 +117,7 @@ class EngineWorker : public QObject {
   std::atomic<quint64> cancelled_up_to_{0};
   std::atomic<bool> cancel_experiment_{false};
   std::atomic<bool> cancel_quant_{false};
+  StepLog step_log_;
 };
 
 }  // namespace llmwb::gui

@@ -29,7 +29,7 @@ void merge(ui::TokenDelta& d, ui::TokenDelta&& later) {
 FrameMailbox::FrameMailbox(int frame_interval_ms, QObject* parent)
     : QObject(parent), interval_ms_(std::max(1, frame_interval_ms)) {
   timer_.setSingleShot(true);
-  connect(&timer_, &QTimer::timeout, this, &FrameMailbox::deliver);
+  connect(&timer_, &QTimer::timeout, this, [this] { deliver(false); });
 }
 
 void FrameMailbox::post(Mail mail, bool urgent) {
@@ -69,32 +69,57 @@ void FrameMailbox::drop_telemetry() {
   want_snapshot_ = true;
 }
 
+void FrameMailbox::set_frame_interval_ms(int ms) { interval_ms_ = std::max(1, ms); }
+
+void FrameMailbox::hold(bool on) {
+  if (on == held_) return;
+  held_ = on;
+  if (!held_) deliver(true);
+}
+
 void FrameMailbox::on_wakeup(bool urgent) {
+  if (held_) {  // the release delivers
+    if (urgent) emit urgent_held();
+    return;
+  }
   if (urgent || !since_delivery_.isValid() || since_delivery_.elapsed() >= interval_ms_) {
-    deliver();
+    deliver(urgent);
   } else if (!timer_.isActive()) {
     timer_.start(int(interval_ms_ - since_delivery_.elapsed()));
   }
   // else: a pull is already due; it empties the box.
 }
 
-void FrameMailbox::deliver() {
+void FrameMailbox::deliver(bool everything) {
   timer_.stop();
+  // Held: the wake-up flags stay set, so the engine posts without waking this thread.
+  if (held_) return;
+  // Due half a frame early: with frames of 16 ms, text every 33 ms rather than every 48.
+  const bool text = everything || text_interval_ms_ <= interval_ms_ || !since_text_.isValid() ||
+                    since_text_.elapsed() + interval_ms_ / 2 >= text_interval_ms_;
   Mail mail;
-  bool pulling = false;
+  bool pulling = false, got = false;
   {
     std::lock_guard lock(mutex_);
-    std::swap(mail, box_);
+    if (text) {
+      std::swap(mail, box_);
+    } else {  // telemetry only; the deltas stay, merged, for the next text delivery
+      std::swap(mail.steps, box_.steps);
+      std::swap(mail.latest, box_.latest);
+    }
+    got = !(mail.deltas.empty() && mail.steps.empty() && !mail.latest);
     // While results keep coming the receiver pulls by its own timer, and the engine thread
     // need not wake it: wake_posted_ stays set until a pull finds the box empty.
-    pulling = !(mail.deltas.empty() && mail.steps.empty() && !mail.latest);
+    pulling = got || !box_.deltas.empty();
     wake_posted_ = pulling;
     urgent_posted_ = false;
   }
   if (!pulling) return;  // idle again (or a wake-up overtaken by a delivery)
   timer_.start(interval_ms_);
+  if (!got) return;  // only text, waiting for its interval
   want_snapshot_ = true;
   since_delivery_.start();
+  if (!mail.deltas.empty()) since_text_.start();
   ++deliveries_;
   for (const ui::TokenDelta& d : mail.deltas) emit tokens(d);
   if (!mail.steps.empty() || mail.latest) {

@@ -5,7 +5,8 @@
 // wake-up of the GUI thread far more often than anyone can see. The mailbox turns delivery
 // around: the engine thread only appends to a mutex-protected box (token deltas merged per
 // generation, one compact record per step) and wakes the GUI thread only when the box was
-// empty and no pull is due; the GUI thread empties the box at most once per frame interval,
+// empty and no pull is due; the GUI thread empties the box at most once per frame interval
+// (the Workbench sets it: the screen's frame while a live chart is on screen, 33 ms otherwise),
 // emits the results as ordinary signals in its own thread and, while results keep coming,
 // pulls again by its own timer one interval later. A steady stream therefore costs the engine
 // thread no wake-up at all and the GUI thread one timer per frame, a burst of any length at
@@ -58,21 +59,37 @@ class FrameMailbox : public QObject {
 
   // --- the receiving thread ---
   int frame_interval_ms() const { return interval_ms_; }
+  // The shortest time between two deliveries from now on (at least 1 ms).
+  void set_frame_interval_ms(int ms);
+  // The shortest time between two deliveries of text (token deltas), when longer than the
+  // frame interval: the charts then get every frame and the text panes, whose repaint at
+  // 4000 tok/s costs more than a chart's, every other one. Urgent deltas (first token, finish)
+  // still go at once. 0 (the default): text goes with every delivery.
+  void set_text_interval_ms(int ms) { text_interval_ms_ = std::max(0, ms); }
   // Deliveries made (box emptied with something in it) and wake-ups the engine thread posted,
   // for tests and the GUI benchmark: deliveries stay near the frame rate however many tokens
   // pass through, and wake-ups near the number of urgent events and idle-to-busy transitions.
   long deliveries() const { return deliveries_; }
   long wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
+  // Holding stops deliveries (the GUI benchmark's quiet phases, bench_mode.h): the engine
+  // posts exactly as before and its results wait, merged, in the box; nothing wakes or runs in
+  // the receiving thread. Releasing delivers the backlog at once.
+  void hold(bool on);
+  bool held() const { return held_; }
 
  signals:
   void tokens(const llmwb::ui::TokenDelta& delta);
   void telemetry(const llmwb::ui::TelemetryFrame& frame);
+  // While held: something urgent (a first token, a finish) is waiting; the engine may be idle
+  // until it is delivered.
+  void urgent_held();
 
  private:
   void on_wakeup(bool urgent);
-  void deliver();
+  // `everything`: the text too, however recent the last text delivery.
+  void deliver(bool everything);
 
-  const int interval_ms_;
+  int interval_ms_;
   std::mutex mutex_;
   Mail box_;                  // guarded by mutex_
   // Guarded by mutex_: a wake-up is queued or a pull is due, so posting need not wake.
@@ -82,8 +99,11 @@ class FrameMailbox : public QObject {
   std::atomic<long> wakeups_{0};
   // Receiving thread only.
   QElapsedTimer since_delivery_;
+  QElapsedTimer since_text_;
+  int text_interval_ms_ = 0;
   QTimer timer_;
   long deliveries_ = 0;
+  bool held_ = false;
 };
 
 }  // namespace llmwb::gui

@@ -2,6 +2,7 @@
 //
 //   llmwb [MODEL] [--model PATH] [--tokenizer PATH] [--screenshot-dir DIR]
 //   llmwb --bench-gui N [--bench-view NAME] [--bench-headless] [--threads T] [--max-tokens M] [MODEL]
+//   llmwb --bench-gui N --bench-ab [--bench-phase-ms MS] [--bench-settle-ms MS] [...] [MODEL]
 //
 // Without a model argument it opens the bundled default (stories260K) when one can be found.
 #include <QApplication>
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
   QCommandLineOption bench_shot_opt("bench-screenshot",
                                     "With --bench-gui: a PNG of the window partway through the middle generation.",
                                     "FILE");
+  QCommandLineOption bench_ab_opt("bench-ab",
+                                  "With --bench-gui: measure in one process, alternating live phases (results "
+                                  "shown, charts drawn) and quiet ones (nothing delivered or drawn) and comparing "
+                                  "the engine's steps in adjacent phases.");
+  QCommandLineOption bench_phase_opt("bench-phase-ms", "With --bench-ab: length of each phase (default 250).", "MS");
+  QCommandLineOption bench_settle_opt("bench-settle-ms",
+                                      "With --bench-ab: steps this soon after a switch are left out (default 40).",
+                                      "MS");
   QCommandLineOption threads_opt("threads", "With --bench-gui: engine threads (default: the automatic choice).", "T");
   QCommandLineOption max_tokens_opt("max-tokens", "With --bench-gui: tokens per generation at most.", "M");
   QCommandLineOption theme_opt("theme", "Palette for this run: system, light or dark.", "NAME");
@@ -77,8 +86,8 @@ int main(int argc, char** argv) {
   parser.addOption(theme_opt);
   parser.addOption(tokenizer_opt);
   parser.addOption(shots_opt);
-  for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &bench_shot_opt, &threads_opt,
-                        &max_tokens_opt})
+  for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &bench_shot_opt, &bench_ab_opt,
+                        &bench_phase_opt, &bench_settle_opt, &threads_opt, &max_tokens_opt})
     parser.addOption(*o);
   parser.addPositionalArgument("model", "Model to open (same as --model).", "[MODEL]");
   parser.process(app);
@@ -109,6 +118,18 @@ int main(int argc, char** argv) {
     o.generations = number(bench_opt, o.generations, 1);
     o.threads = number(threads_opt, o.threads, 0);
     o.max_tokens = number(max_tokens_opt, o.max_tokens, 1);
+    const int phase_ms = number(bench_phase_opt, 250, 1);
+    o.ab_settle_ms = number(bench_settle_opt, o.ab_settle_ms, 0);
+    if (parser.isSet(bench_ab_opt)) o.ab_phase_ms = phase_ms;
+    if (ok && o.ab_phase_ms > 0 && o.ab_phase_ms <= o.ab_settle_ms) {
+      fprintf(stderr, "llmwb: --bench-phase-ms: %d is not longer than the settle time (%d ms)\n", o.ab_phase_ms,
+              o.ab_settle_ms);
+      ok = false;
+    }
+    if (ok && parser.isSet(bench_ab_opt) && parser.isSet(bench_headless_opt)) {
+      fprintf(stderr, "llmwb: --bench-ab needs the window: it cannot be combined with --bench-headless\n");
+      ok = false;
+    }
     if (!ok) return 2;
     if (o.model.isEmpty()) {
       fprintf(stderr, "llmwb: --bench-gui needs --model PATH (no default model found)\n");

@@ -1,12 +1,13 @@
 #include "workbench.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "quant_view.h"
 
 namespace llmwb::gui {
 
-Workbench::Workbench() : worker_(new EngineWorker(mailbox_)), window_(std::make_unique<ui::MainWindow>()) {
+Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mailbox_)), window_(std::make_unique<ui::MainWindow>()) {
   ui::register_meta_types();
   thread_.setObjectName("llmwb-engine");
   worker_->moveToThread(&thread_);
@@ -42,10 +43,27 @@ Workbench::Workbench() : worker_(new EngineWorker(mailbox_)), window_(std::make_
   connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_failed, q, &ui::QuantView::on_failed, Qt::QueuedConnection);
+  // Results reach the GUI thread every screen frame while a live chart is on screen to draw
+  // them, else at the text's pace; text goes at its pace either way.
+  mailbox_.set_text_interval_ms(kTextIntervalMs);
+  for (ui::LiveView* v : w->findChildren<ui::LiveView*>()) {
+    live_views_.push_back(v);
+    connect(v, &ui::LiveView::on_screen_toggled, this, &Workbench::update_delivery_interval);
+  }
   thread_.start();
 }
 
+void Workbench::update_delivery_interval() {
+  const bool charts = std::any_of(live_views_.begin(), live_views_.end(),
+                                  [](const QPointer<ui::LiveView>& v) { return v && v->on_screen(); });
+  const int ms = charts ? ui::FramePacer::frame_interval_ms(window_->screen()) : kTextIntervalMs;
+  mailbox_.set_frame_interval_ms(ms);
+}
+
 Workbench::~Workbench() {
+  // The window's views hide as it is destroyed, after live_views_ (declared after it).
+  for (const QPointer<ui::LiveView>& v : live_views_)
+    if (v) disconnect(v, nullptr, this, nullptr);
   worker_->cancel_load(std::numeric_limits<quint64>::max());
   worker_->cancel_experiment();
   worker_->cancel_quant_report();

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <QObject>
+#include <QPointer>
 #include <QThread>
 
 #include <memory>
+#include <vector>
 
 #include "engine_worker.h"
 #include "experiments_view.h"
+#include "live_view.h"
 #include "main_window.h"
 
 namespace llmwb::gui {
@@ -26,12 +29,18 @@ class Workbench : public QObject {
   EngineWorker& worker() { return *worker_; }
   // Where token deltas and telemetry arrive, in the GUI thread, at most once per frame.
   FrameMailbox& mailbox() { return mailbox_; }
+  // The mailbox's interval while no live view is on screen: the text panes' pace. With one on
+  // screen, the screen's frame interval (FramePacer::frame_interval_ms).
+  static constexpr int kTextIntervalMs = 33;
 
  private:
+  void update_delivery_interval();
+
   FrameMailbox mailbox_;  // declared first: destroyed after the worker that posts to it
   QThread thread_;
   EngineWorker* worker_;  // lives in thread_; deleted after the thread has stopped
   std::unique_ptr<ui::MainWindow> window_;
+  std::vector<QPointer<ui::LiveView>> live_views_;
 };
 
 }  // namespace llmwb::gui

@@ -1,14 +1,17 @@
 // How generation results reach the GUI thread (FrameMailbox): complete and in order, finish /
 // error / abort delivered, and a burst of thousands of tokens costing a handful of wake-ups
 // and deliveries. Counts, not timings: tools/bench_gui_overhead.sh measures the speed.
+#include <QElapsedTimer>
 #include <QPlainTextEdit>
 #include <QTest>
 
+#include <atomic>
 #include <map>
 #include <thread>
 
 #include "completion_view.h"
 #include "frame_mailbox.h"
+#include "frame_pacer.h"
 #include "llmwb/llm.h"
 #include "sampling_params_editor.h"
 #include "ui_test_support.h"
@@ -179,6 +182,101 @@ class TestFrameDelivery : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(8) > 0; }, 5000));
   }
 
+  // A held box (the GUI benchmark's quiet phases) delivers nothing, not even a finish, and
+  // wakes the receiver at most once per kind; releasing delivers everything, merged, in order.
+  void a_held_box_delivers_nothing_until_released() {
+    gui::FrameMailbox box(5);
+    QObject context;
+    Received r;
+    r.connect_to(box, &context);
+    box.hold(true);
+    QVERIFY(box.held());
+    const int n = 300;
+    std::thread engine([&] {
+      for (int i = 0; i < n; ++i) {
+        gui::FrameMailbox::Mail m;
+        m.deltas.push_back(piece(3, i));
+        ui::StepRecord s;
+        s.step = quint64(i);
+        m.steps.push_back(s);
+        box.post(std::move(m), i == 0);  // the first token is urgent
+        if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      gui::FrameMailbox::Mail fin;
+      ui::TokenDelta f;
+      f.ticket = 3;
+      f.finished = true;
+      f.finish_reason = FinishReason::Length;
+      fin.deltas.push_back(f);
+      box.post(std::move(fin), true);
+    });
+    engine.join();
+    QTest::qWait(60);  // many frame intervals
+    QCOMPARE(box.deliveries(), 0L);
+    QCOMPARE(r.frames, 0L);
+    QVERIFY(r.by_ticket.empty());
+    QVERIFY2(box.wakeups() <= 2, qPrintable(QString::number(box.wakeups())));
+    box.hold(false);
+    QCOMPARE(box.deliveries(), 1L);  // at once, in the release
+    QCOMPARE(r.steps, long(n));
+    const Received::Generation& g = r.by_ticket[3];
+    QVERIFY(g.finished);
+    QCOMPARE(g.deltas, 1);
+    QCOMPARE(int(g.ids.size()), n);
+    for (int i = 0; i < n; ++i) QCOMPARE(g.ids[size_t(i)], i);
+    // Released, it delivers as before.
+    box.post(gui::FrameMailbox::Mail{{piece(4, 0)}, {}, nullptr}, false);
+    QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(4) > 0; }, 5000));
+  }
+
+  // With a text interval longer than the frame interval, telemetry goes every frame and text
+  // every few frames, complete and in order; a finish goes at once with the tokens before it.
+  void text_goes_at_its_own_pace() {
+    gui::FrameMailbox box(5);
+    box.set_text_interval_ms(40);
+    QObject context;
+    Received r;
+    r.connect_to(box, &context);
+    long token_deliveries = 0;
+    QObject::connect(&box, &gui::FrameMailbox::tokens, &context, [&] { ++token_deliveries; });
+    const int n = 200;
+    std::atomic<bool> done{false};
+    std::thread engine([&] {
+      for (int i = 0; i < n; ++i) {
+        gui::FrameMailbox::Mail m;
+        m.deltas.push_back(piece(5, i));
+        ui::StepRecord s;
+        s.step = quint64(i);
+        m.steps.push_back(s);
+        box.post(std::move(m), false);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      done = true;
+    });
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(QTest::qWaitFor([&] { return done.load(); }, 20000));
+    engine.join();
+    QVERIFY(QTest::qWaitFor([&] { return r.by_ticket[5].ids.size() == size_t(n) && r.steps == n; }, 5000));
+    const double ms = double(t.elapsed());
+    // At most one text delivery per ~35 ms (the interval less half a frame), plus the first.
+    QVERIFY2(token_deliveries <= long(ms / 35.0) + 2, qPrintable(QString("%1 in %2 ms").arg(token_deliveries).arg(ms)));
+    QVERIFY2(r.frames > token_deliveries, qPrintable(QString("%1 frames, %2 text").arg(r.frames).arg(token_deliveries)));
+    const Received::Generation& g = r.by_ticket[5];
+    for (int i = 0; i < n; ++i) QCOMPARE(g.ids[size_t(i)], i);
+    for (int i = 0; i < n; ++i) QCOMPARE(r.step_numbers[size_t(i)], quint64(i));
+    // A finish right after a text delivery still goes at once, after the token before it.
+    box.post(gui::FrameMailbox::Mail{{piece(5, n)}, {}, nullptr}, false);
+    ui::TokenDelta f;
+    f.ticket = 5;
+    f.finished = true;
+    f.finish_reason = FinishReason::Length;
+    box.post(gui::FrameMailbox::Mail{{f}, {}, nullptr}, true);
+    QVERIFY(QTest::qWaitFor([&] { return r.finished(5); }, 1000));
+    QCOMPARE(int(r.by_ticket[5].ids.size()), n + 1);
+    QCOMPARE(r.by_ticket[5].deltas_after_finish, 0);
+  }
+
   // Two generations interleaved step by step arrive each complete and in its own order.
   void interleaved_generations_stay_apart() {
     gui::FrameMailbox box(33);
@@ -308,6 +406,24 @@ class TestFrameDelivery : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return e.finished(req.ticket); }, 10000));
     QCOMPARE(e.by_ticket[req.ticket].finish.finish_reason, FinishReason::Error);
     QVERIFY(!e.by_ticket[req.ticket].finish.error.empty());
+  }
+
+  // Results arrive every screen frame while a live chart is on screen to draw them, and at the
+  // text's pace while none is.
+  void delivery_interval_follows_the_live_views() {
+    ui::MainWindow& w = window();
+    const int frame = ui::FramePacer::frame_interval_ms(w.screen());
+    QVERIFY(frame < gui::Workbench::kTextIntervalMs);
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), frame);
+    using View = ui::MainWindow::View;
+    std::vector<QWidget*> docks;
+    for (View v : {View::Throughput, View::KvCache, View::Timeline, View::Attention})
+      docks.push_back(w.view_widget(v)->parentWidget());
+    for (QWidget* d : docks) d->hide();
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), gui::Workbench::kTextIntervalMs);
+    for (QWidget* d : docks) d->show();
+    w.show_view(View::Throughput);
+    QTRY_COMPARE(bench_->mailbox().frame_interval_ms(), frame);
   }
 };
 
