@@ -81,7 +81,7 @@ void KvBlockMap::clear() {
   plot_->graph(0)->data()->clear();
   plot_->graph(1)->data()->clear();
   engine_used_ = engine_cached_ = engine_free_ = 0;
-  first_time_ = -1.0;
+  first_time_ = last_time_ = -1.0;
   legend_->setText(tr("KV cache: no model loaded"));
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 10);
@@ -95,8 +95,13 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   for (const StepRecord& s : frame.steps) {
     extend_step_line(plot_->graph(0), s.time, s.blocks_used);
     extend_step_line(plot_->graph(1), s.time, s.blocks_cached);
+    last_time_ = std::max(last_time_, s.time);
   }
-  if (!frame.latest) return;
+  if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
+  if (!frame.latest) {
+    if (!frame.steps.empty()) request_draw();
+    return;
+  }
   const StepTelemetry& t = *frame.latest;
   engine_used_ = t.blocks_used;
   engine_cached_ = t.blocks_cached;
@@ -106,9 +111,9 @@ void KvBlockMap::add_frame(const TelemetryFrame& frame) {
   // Off screen the grid waits for the next draw: copying every block's state each frame is
   // work for nobody.
   if (on_screen()) show_snapshot();
-  if (first_time_ < 0 && !frame.steps.empty()) first_time_ = frame.steps.front().time;
+  last_time_ = std::max(last_time_, t.time);
   // The last 30 s are kept (dropping points from the front is cheap), on screen or not.
-  const double from = std::max(first_time_, t.time - 30.0);
+  const double from = std::max(first_time_, last_time_ - 30.0);
   drop_before(plot_->graph(0), from - 1.0);
   drop_before(plot_->graph(1), from - 1.0);
   request_draw();
@@ -135,10 +140,10 @@ void KvBlockMap::show_snapshot() {
 }
 
 bool KvBlockMap::update_ranges() {
-  if (!latest_ || first_time_ < 0) return false;
+  if (last_time_ < 0 || first_time_ < 0) return false;
   // The last 30 s; before that the data fill the width. In steps, so that most draws
   // redraw the graphs alone.
-  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, latest_->time, 30.0));
+  bool changed = set_axis_range(plot_->xAxis, stepped_time_range(first_time_, last_time_, 30.0));
   double top = 4.0;
   for (int g = 0; g < 2; ++g) {
     bool found = false;

@@ -50,6 +50,9 @@ class KvBlockMap : public LiveView {
   bool latest_shown_ = true;
   int engine_used_ = 0, engine_cached_ = 0, engine_free_ = 0;
   double first_time_ = -1.0;
+  // The newest step's time: the axis follows it, not the snapshot's, which the engine takes
+  // only once per delivery and so can lag the newest step by a delivery's worth of steps.
+  double last_time_ = -1.0;
 };
 
 }  // namespace llmwb::ui

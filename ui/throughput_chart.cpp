@@ -41,6 +41,12 @@ ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new 
   decode->setLayer(plot_->live_layer());
   prefill->setLayer(plot_->live_layer());
   title_->setLayer(plot_->live_layer());
+  title_timer_ = new QTimer(this);
+  title_timer_->setSingleShot(true);
+  connect(title_timer_, &QTimer::timeout, this, [this] {
+    update_title();
+    request_draw();
+  });
   restyle();
   clear();
 }
@@ -123,6 +129,7 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
   // The figures in the title are read, not watched: four updates a second are plenty, and an
   // unchanged title draws from its cached layout.
   if (!title_since_.isValid() || title_since_.elapsed() >= 250) update_title();
+  else if (!title_timer_->isActive()) title_timer_->start(int(250 - title_since_.elapsed()));
   request_draw();
 }
 
@@ -145,8 +152,11 @@ void ThroughputChart::set_request_latency(double ttft, double tpot) {
   request_draw();
 }
 
+QString ThroughputChart::title_text() const { return title_->text(); }
+
 void ThroughputChart::update_title() {
   title_since_.start();
+  title_timer_->stop();
   QStringList parts;
   parts << QString("decode %1 tok/s").arg(last_decode_rate_, 0, 'f', 0);
   parts << QString("prefill %1 tok/s").arg(last_prefill_rate_, 0, 'f', 0);

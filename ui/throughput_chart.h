@@ -10,6 +10,7 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QTimer>
 
 #include <deque>
 
@@ -51,6 +52,8 @@ class ThroughputChart : public LiveView {
   // Breaks in the decode line, one per idle period in the window.
   int decode_gaps() const;
   double last_decode_rate() const { return last_decode_rate_; }
+  // The title as shown: rates, TTFT, TPOT.
+  QString title_text() const;
   QCustomPlot* plot() const;
   LivePlot* live_plot() const { return plot_; }
   // Replots of every layer (a range stepped, the data were replaced, a resize); the other
@@ -70,6 +73,9 @@ class ThroughputChart : public LiveView {
   QCPTextElement* title_;
   bool replot_all_ = true;  // the next draw replots every layer
   QElapsedTimer title_since_;  // since the title's figures last changed
+  // Brings a title whose update add_frame held back up to date at the end of the 250 ms, so
+  // that the last figures of a generation are shown even when no frame follows them.
+  QTimer* title_timer_;
   double window_seconds_ = 30.0;
   double first_time_ = -1.0;
   std::deque<StepRecord> recent_;  // the steps of the last kSmoothingSeconds

@@ -220,6 +220,22 @@ class TestLiveCharts : public QObject {
     QVERIFY2(full < draws / 2, qPrintable(QString("%1 of %2 draws replotted everything").arg(full).arg(draws)));
   }
 
+  // The title's figures update at most 4 times a second, but the last ones of a generation are
+  // shown even when no frame follows: a latency update (first token, finish) refreshes the
+  // title just before a delivery's frame, which then arrives within the 250 ms.
+  void the_title_catches_up_with_the_last_frame() {
+    ui::ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.set_request_latency(0.005, -1);  // the first token of a delivery
+    chart.add_frame(burst(0.0, 50, 0.002, 0));   // 500 tok/s, in the same delivery
+    QCOMPARE(chart.last_decode_rate(), 500.0);
+    QVERIFY2(chart.title_text().contains("decode 0 tok/s"), qPrintable(chart.title_text()));
+    QTRY_VERIFY2_WITH_TIMEOUT(chart.title_text().contains("decode 500 tok/s"), qPrintable(chart.title_text()), 2000);
+    QVERIFY(chart.title_text().contains("TTFT 5.0 ms"));
+  }
+
   void a_data_update_redraws_only_the_live_layer() {
     ui::ThroughputChart chart;
     chart.resize(800, 300);
@@ -334,6 +350,34 @@ class TestLiveCharts : public QObject {
       if (s.time < from) continue;
       auto at = used->data()->findEnd(s.time, false) - 1;  // the last point at or before s.time
       QCOMPARE(at->value, double(s.blocks_used));
+    }
+  }
+
+  // The engine attaches its block snapshot to one post per delivery, so a frame's snapshot can
+  // be older than its newest steps: the time axis follows the newest step.
+  void kv_chart_shows_the_newest_step_even_past_the_snapshot() {
+    ui::KvBlockMap kv;
+    kv.resize(800, 400);
+    kv.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&kv));
+    quint64 step = 0;
+    for (int f = 0; f < 60; ++f) {
+      ui::TelemetryFrame frame = burst(0.2 * f, 40, 0.005, step);
+      step += 40;
+      for (ui::StepRecord& s : frame.steps) s.blocks_used = 1 + f % 3;
+      auto latest = std::make_shared<StepTelemetry>();   // taken at the delivery's first post
+      latest->time = frame.steps.front().time;
+      frame.latest = latest;
+      const long drawn = kv.draw_count();
+      kv.add_frame(frame);
+      QVERIFY(QTest::qWaitFor([&] { return kv.draw_count() > drawn; }, 5000));
+      const double newest = frame.steps.back().time;
+      QVERIFY2(kv.plot()->xAxis->range().contains(newest),
+               qPrintable(QString("frame %1: newest step %2 outside %3..%4")
+                              .arg(f)
+                              .arg(newest)
+                              .arg(kv.plot()->xAxis->range().lower)
+                              .arg(kv.plot()->xAxis->range().upper)));
     }
   }
 
