@@ -40,6 +40,7 @@ class AttentionHeatmap : public LiveView {
   void set_model(int n_layers, int n_heads, const QStringList& vocabulary);
   void set_snapshot(std::shared_ptr<const AttentionSnapshot> snapshot);
   bool has_data() const { return snapshot_ != nullptr; }
+  std::shared_ptr<const AttentionSnapshot> snapshot() const { return snapshot_; }
   int layer() const;
   int max_queries() const;
   // -1: mean over heads.

@@ -2,6 +2,8 @@
 // weights (checked cell by cell and on screen), the token labels follow the snapshot, the key
 // axis grows in chunks, and the cached layers are replotted only when the layout must change
 // (a label outgrowing its margin, a restyle). The head selector picks the head or the mean.
+// Last, the same with the real engine streaming a generation into the application's view.
+#include <QPlainTextEdit>
 #include <QTest>
 
 #include <qcustomplot.h>
@@ -9,7 +11,9 @@
 #include <cmath>
 
 #include "attention_heatmap.h"
+#include "completion_view.h"
 #include "live_plot.h"
+#include "sampling_params_editor.h"
 #include "ui_test_support.h"
 
 using namespace llmwb;
@@ -228,6 +232,46 @@ class TestAttentionHeatmap : public QObject {
     QCOMPARE(view().live_plot()->xAxis->tickLabelColor(), QColor(230, 230, 230));
     QCOMPARE(view().live_plot()->yAxis->tickLabelColor(), QColor(230, 230, 230));
     QCOMPARE(view().color_map()->colorScale()->axis()->tickLabelColor(), QColor(230, 230, 230));
+  }
+
+  void real_generation_draws_mostly_the_live_layer() {
+    view_.reset();
+    auto bench = uitest::start_application(ui::MainWindow::View::Attention);
+    ui::MainWindow& w = bench->window();
+    QVERIFY(uitest::open_model_and_wait(w, uitest::stories_gguf()));
+    ui::AttentionHeatmap* heatmap = w.attention_heatmap();
+    QVERIFY(heatmap->on_screen());
+    emit w.step_delay_requested(30);  // slow motion: the generation spans many frames
+    ui::CompletionView* c = w.completion_view();
+    c->prompt_editor()->setPlainText("Once upon a time");
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 100;
+    c->sampling()->set_params(greedy);
+    QTest::qWait(100);
+    const long draws = heatmap->draw_count(), replots = heatmap->full_replots();
+    c->generate();
+    QVERIFY(QTest::qWaitFor([c] { return !c->is_generating(); }, 120000));
+    emit w.step_delay_requested(0);
+    QTest::qWait(100);  // the last frame drawn
+    const long drawn = heatmap->draw_count() - draws, replotted = heatmap->full_replots() - replots;
+    qInfo("%ld draws, %ld full replots", drawn, replotted);
+    QVERIFY2(drawn >= 20, qPrintable(QString("%1 draws").arg(drawn)));
+    // Full replots only while labels outgrow their margins (a few, early): not once a frame.
+    QVERIFY2(replotted * 4 <= drawn, qPrintable(QString("%1 full replots in %2 draws").arg(replotted).arg(drawn)));
+    const auto s = heatmap->snapshot();
+    QVERIFY(s && s->context_len > 100 && s->n_heads > 1);
+    QCOMPARE(heatmap->shown_keys() >= s->context_len, true);
+    // The engine's last snapshot, shown: the mean over heads, then one head.
+    QCPColorMapData* data = heatmap->color_map()->data();
+    for (int head : {-1, 1}) {
+      const long before = heatmap->draw_count();
+      heatmap->set_head(head);
+      if (head != -1) QVERIFY(QTest::qWaitFor([&] { return heatmap->draw_count() > before; }, 5000));
+      for (int q = 0; q < int(s->query_positions.size()); ++q)
+        for (int k = 0; k < s->context_len; ++k)
+          QVERIFY(std::abs(data->cell(k, q) - expected(*s, q, k, head)) < 1e-6);
+    }
   }
 };
 
