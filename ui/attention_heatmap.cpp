@@ -79,8 +79,8 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent)
     axis->setLayer(plot_->live_layer());
     axis->grid()->setVisible(false);
   }
-  // Every key label of a 128-token context and a window of query labels, with room to spare;
-  // a label is a small pixmap.
+  // More than the distinct labels an axis shows at once (about a hundred keys, a window of
+  // queries), so that no label is rendered twice while it stays; a label is a small pixmap.
   keep_tick_labels(plot_->xAxis, 512);
   keep_tick_labels(plot_->yAxis, 256);
   keep_tick_labels(scale_->axis(), 64);

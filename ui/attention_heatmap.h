@@ -23,7 +23,6 @@ class QComboBox;
 class QCPAxisTickerText;
 class QCPColorMap;
 class QCPColorScale;
-class QCustomPlot;
 class QSpinBox;
 
 namespace llmwb::ui {
