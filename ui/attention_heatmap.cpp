@@ -8,7 +8,11 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "chart_style.h"
+#include "live_axis.h"
+#include "live_plot.h"
 #include "live_text.h"
 #include "token_text.h"
 
@@ -20,8 +24,9 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent)
       head_(new QComboBox(this)),
       queries_(new QSpinBox(this)),
       status_(new LiveText(1, this)),
-      plot_(new QCustomPlot(this)),
-      map_(nullptr) {
+      plot_(new LivePlot(this)),
+      map_(nullptr),
+      scale_(nullptr) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* bar = new QHBoxLayout;
@@ -41,10 +46,10 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent)
   status_->setText(tr("Generate text to see where each new token looks."));
 
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
-  auto* scale = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(0, 1, scale);
-  scale->setLabel(tr("weight"));
-  map_->setColorScale(scale);
+  scale_ = new QCPColorScale(plot_);
+  plot_->plotLayout()->addElement(0, 1, scale_);
+  scale_->setLabel(tr("weight"));
+  map_->setColorScale(scale_);
   // Viridis (perceptually uniform, readable in grey and by colour-blind viewers), from five of
   // its published anchor colours; QCustomPlot 2.1 has no preset for it.
   QCPColorGradient viridis;
@@ -58,11 +63,27 @@ AttentionHeatmap::AttentionHeatmap(QWidget* parent)
   map_->setInterpolate(false);
   auto* margins = new QCPMarginGroup(plot_);
   plot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
-  scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
   plot_->xAxis->setLabel(tr("context (key positions)"));
   plot_->yAxis->setLabel(tr("generated token (query)"));
   plot_->yAxis->setRangeReversed(true);  // newest token at the bottom, like reading order
   plot_->xAxis->setTickLabelRotation(60);
+  key_ticker_.reset(new QCPAxisTickerText);
+  query_ticker_.reset(new QCPAxisTickerText);
+  plot_->xAxis->setTicker(key_ticker_);
+  plot_->yAxis->setTicker(query_ticker_);
+  // What changes with every token: the map, both token axes and the weight axis (its range is
+  // the snapshot's). Grid lines would lie under the map: none.
+  map_->setLayer(plot_->live_layer());
+  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, scale_->axis()}) {
+    axis->setLayer(plot_->live_layer());
+    axis->grid()->setVisible(false);
+  }
+  // More than the distinct labels an axis shows at once (about a hundred keys, a window of
+  // queries), so that no label is rendered twice while it stays; a label is a small pixmap.
+  keep_tick_labels(plot_->xAxis, 512);
+  keep_tick_labels(plot_->yAxis, 256);
+  keep_tick_labels(scale_->axis(), 64);
   restyle();
 
   connect(layer_, &QSpinBox::valueChanged, this, &AttentionHeatmap::emit_capture);
@@ -74,6 +95,10 @@ int AttentionHeatmap::layer() const { return layer_->value(); }
 int AttentionHeatmap::max_queries() const { return queries_->value(); }
 int AttentionHeatmap::head() const { return head_->currentData().toInt(); }
 
+void AttentionHeatmap::set_head(int head) { head_->setCurrentIndex(std::max(0, head_->findData(head))); }
+
+long AttentionHeatmap::full_replots() const { return plot_->full_replots(); }
+
 void AttentionHeatmap::set_model(int n_layers, int n_heads, const QStringList& vocabulary) {
   vocabulary_ = vocabulary;
   layer_->setRange(0, std::max(0, n_layers - 1));
@@ -83,6 +108,7 @@ void AttentionHeatmap::set_model(int n_layers, int n_heads, const QStringList& v
   for (int h = 0; h < n_heads; ++h) head_->addItem(tr("head %1").arg(h), h);
   head_->blockSignals(false);
   snapshot_.reset();
+  replot_all_ = true;
   draw_now();
 }
 
@@ -100,6 +126,7 @@ void AttentionHeatmap::on_screen_changed(bool on) {
 }
 
 void AttentionHeatmap::restyle() {
+  replot_all_ = true;
   style_plot(plot_);
   const QColor fg = plot_->palette().color(QPalette::Text);
   QCPAxis* scale_axis = map_->colorScale()->axis();
@@ -110,60 +137,100 @@ void AttentionHeatmap::restyle() {
   scale_axis->setSubTickPen(QPen(fg));
 }
 
-void AttentionHeatmap::draw() {
-  const AttentionSnapshot* s = snapshot_.get();
-  if (!s || s->context_len <= 0 || s->query_positions.empty() || s->n_heads <= 0) {
-    map_->data()->setSize(1, 1);
-    map_->data()->setCell(0, 0, 0);
-    plot_->replot(QCustomPlot::rpImmediateRefresh);
-    return;
-  }
-  const int nq = int(s->query_positions.size());
-  const int nk = s->context_len;
+void AttentionHeatmap::show_nothing() {
+  map_->data()->setSize(1, 1);
+  map_->data()->setCell(0, 0, 0);
+  key_ticker_->clear();
+  query_ticker_->clear();
+  key_labels_.clear();
+  query_labels_.clear();
+  key_every_ = query_every_ = 0;
+  shown_keys_ = 0;
+  plot_->xAxis->setRange(-0.5, 0.5);
+  plot_->yAxis->setRange(-0.5, 0.5);
+  replot_all_ = true;
+}
+
+void AttentionHeatmap::show_snapshot(const AttentionSnapshot& s) {
+  const int nq = int(s.query_positions.size());
+  const int nk = s.context_len;
   const int h = head();
-  map_->data()->setSize(nk, nq);
-  map_->data()->setRange(QCPRange(0, nk - 1), QCPRange(0, nq - 1));
+  // Keys in chunks of 1-2-5 steps, about a sixteenth of the context (at least 4 tokens).
+  const int chunk = std::max(4, int(nice_ceiling(nk / 16.0)));
+  shown_keys_ = (nk + chunk - 1) / chunk * chunk;
+  QCPColorMapData* data = map_->data();
+  data->setSize(shown_keys_, nq);  // reallocates only when the size changes
+  data->setRange(QCPRange(0, shown_keys_ - 1), QCPRange(0, nq - 1));
+  const size_t row = size_t(s.n_heads) * size_t(nk);
   for (int q = 0; q < nq; ++q) {
+    const float* w = s.weights.data() + size_t(q) * row;
     for (int k = 0; k < nk; ++k) {
-      double w = 0.0;
-      if (h >= 0 && h < s->n_heads) {
-        w = s->weights[(size_t(q) * s->n_heads + h) * nk + k];
+      double v = 0.0;
+      if (h >= 0 && h < s.n_heads) {
+        v = w[size_t(h) * nk + k];
       } else {
-        for (int hh = 0; hh < s->n_heads; ++hh) w += s->weights[(size_t(q) * s->n_heads + hh) * nk + k];
-        w /= s->n_heads;
+        for (int hh = 0; hh < s.n_heads; ++hh) v += w[size_t(hh) * nk + k];
+        v /= s.n_heads;
       }
-      map_->data()->setCell(k, q, w);
+      data->setCell(k, q, v);
     }
+    // Keys the context has not reached: no weight, as for the causal padding.
+    for (int k = nk; k < shown_keys_; ++k) data->setCell(k, q, 0.0);
   }
   map_->rescaleDataRange(true);
+  plot_->xAxis->setRange(-0.5, shown_keys_ - 0.5);
+  plot_->yAxis->setRange(-0.5, nq - 0.5);
 
-  // Token text on the axes; with a long context only every n-th key is labelled.
+  // Token text on the axes; with a long context only every n-th key is labelled. Rotated labels
+  // need ~14 px each across, horizontal ones ~16 px each down. A ticker is refilled only when
+  // its labels change (QCustomPlot recomputes a margin then).
   auto label = [&](int pos) {
-    const int id = pos < int(s->context_tokens.size()) ? s->context_tokens[size_t(pos)] : -1;
+    const int id = pos < int(s.context_tokens.size()) ? s.context_tokens[size_t(pos)] : -1;
     return display_token(vocabulary_, id);
   };
-  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText);
-  // Rotated labels need ~14 px each across, horizontal ones ~16 px each down.
   const int width_px = std::max(100, plot_->axisRect()->width());
   const int height_px = std::max(60, plot_->axisRect()->height());
-  const int every = std::max(1, (nk * 14 + width_px - 1) / width_px);
-  for (int k = 0; k < nk; k += every) xt->addTick(k, label(k));
-  plot_->xAxis->setTicker(xt);
-  QSharedPointer<QCPAxisTickerText> yt(new QCPAxisTickerText);
-  const int qevery = std::max(1, (nq * 16 + height_px - 1) / height_px);
-  for (int q = 0; q < nq; q += qevery) {
-    const int pos = s->query_positions[size_t(q)];
-    yt->addTick(q, QString("%1 %2").arg(label(pos)).arg(pos));
+  const int every = std::max(1, (shown_keys_ * 14 + width_px - 1) / width_px);
+  QStringList keys;
+  for (int k = 0; k < nk; k += every) keys << label(k);
+  if (every != key_every_ || keys != key_labels_) {
+    QVector<double> at;
+    for (int k = 0; k < nk; k += every) at << k;
+    key_ticker_->setTicks(at, QVector<QString>(keys.begin(), keys.end()));
+    key_labels_ = keys;
+    key_every_ = every;
   }
-  plot_->yAxis->setTicker(yt);
-  plot_->xAxis->setRange(-0.5, nk - 0.5);
-  plot_->yAxis->setRange(-0.5, nq - 0.5);
+  const int qevery = std::max(1, (nq * 16 + height_px - 1) / height_px);
+  QStringList queries;
+  for (int q = 0; q < nq; q += qevery) {
+    const int pos = s.query_positions[size_t(q)];
+    queries << QString("%1 %2").arg(label(pos)).arg(pos);
+  }
+  if (qevery != query_every_ || queries != query_labels_) {
+    QVector<double> at;
+    for (int q = 0; q < nq; q += qevery) at << q;
+    query_ticker_->setTicks(at, QVector<QString>(queries.begin(), queries.end()));
+    query_labels_ = queries;
+    query_every_ = qevery;
+  }
   status_->setText(tr("request %1, layer %2, %3 queries over %4 keys")
-                       .arg(s->request_id)
-                       .arg(s->layer)
+                       .arg(s.request_id)
+                       .arg(s.layer)
                        .arg(nq)
                        .arg(nk));
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+void AttentionHeatmap::draw() {
+  const AttentionSnapshot* s = snapshot_.get();
+  if (!s || s->context_len <= 0 || s->query_positions.empty() || s->n_heads <= 0) show_nothing();
+  else show_snapshot(*s);
+  bool everything = replot_all_;
+  replot_all_ = false;
+  // The axes drawn on the live layer need their tick vectors for the new labels, which only a
+  // full replot would set up; a label wider than its margin needs the layout of one.
+  if (!everything)
+    everything = !prepare_live_axes(plot_->axisRect()) || !prepare_live_axes(scale_->axis()->axisRect());
+  plot_->redraw(everything, QRegion(plot_->rect()));
 }
 
 }  // namespace llmwb::ui
