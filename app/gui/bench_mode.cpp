@@ -205,12 +205,15 @@ void BenchMode::next_generation() {
   }
   bench_.window().completion_view()->generate();
   if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
-    // 40 % into the generation at the measured speed: the charts and text mid-stream.
-    const int after_ms = std::max(1, int(400.0 * engine_seconds_ / std::max(1, done_)));
+    // 40 % into the generation at the measured speed (the warm-up's when none was measured
+    // yet): the charts and text mid-stream.
+    const double per_generation = done_ > 0 ? engine_seconds_ / done_ : warmup_seconds_;
+    const int after_ms = std::max(1, int(400.0 * per_generation));
     QTimer::singleShot(after_ms, this, [this] {
       ui::MainWindow& w = bench_.window();
       const bool streaming = w.completion_view()->is_generating();
-      if (!w.grab().save(options_.screenshot))
+      // PNG whatever the name ends with (the help says PNG; save() would guess from the suffix).
+      if (!w.grab().save(options_.screenshot, "PNG"))
         return fail("--bench-screenshot: cannot write " + options_.screenshot);
       if (!streaming)
         QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
@@ -223,6 +226,8 @@ void BenchMode::on_finished(int tokens, double total_time, bool error) {
   if (done_ >= 0) {
     tokens_ += tokens;
     engine_seconds_ += total_time;
+  } else {
+    warmup_seconds_ = total_time;
   }
   ++done_;
   if (done_ >= options_.generations) return report();

@@ -96,6 +96,7 @@ class BenchMode : public QObject {
   bool measuring_ = false;
   long tokens_ = 0;
   double engine_seconds_ = 0.0;
+  double warmup_seconds_ = 0.0;  // the warm-up generation's engine time (times a 1-generation screenshot)
   double gui_cpu_start_ = 0.0;
   double wall_start_ = 0.0;
   long draws_start_ = 0;
