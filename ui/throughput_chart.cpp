@@ -41,12 +41,6 @@ ThroughputChart::ThroughputChart(QWidget* parent) : LiveView(parent), plot_(new 
   decode->setLayer(plot_->live_layer());
   prefill->setLayer(plot_->live_layer());
   title_->setLayer(plot_->live_layer());
-  title_timer_ = new QTimer(this);
-  title_timer_->setSingleShot(true);
-  connect(title_timer_, &QTimer::timeout, this, [this] {
-    update_title();
-    request_draw();
-  });
   restyle();
   clear();
 }
@@ -128,8 +122,7 @@ void ThroughputChart::add_frame(const TelemetryFrame& frame) {
   plot_->graph(1)->data()->removeBefore(from - 1.0);
   // The figures in the title are read, not watched: four updates a second are plenty, and an
   // unchanged title draws from its cached layout.
-  if (!title_since_.isValid() || title_since_.elapsed() >= 250) update_title();
-  else if (!title_timer_->isActive()) title_timer_->start(int(250 - title_since_.elapsed()));
+  if (!title_since_.isValid() || title_since_.elapsed() >= 250) title_dirty_ = true;
   request_draw();
 }
 
@@ -148,7 +141,7 @@ bool ThroughputChart::update_ranges() {
 void ThroughputChart::set_request_latency(double ttft, double tpot) {
   if (ttft >= 0) ttft_ = ttft;
   if (tpot >= 0) tpot_ = tpot;
-  update_title();
+  title_dirty_ = true;
   request_draw();
 }
 
@@ -156,7 +149,7 @@ QString ThroughputChart::title_text() const { return title_->text(); }
 
 void ThroughputChart::update_title() {
   title_since_.start();
-  title_timer_->stop();
+  title_dirty_ = false;
   QStringList parts;
   parts << QString("decode %1 tok/s").arg(last_decode_rate_, 0, 'f', 0);
   parts << QString("prefill %1 tok/s").arg(last_prefill_rate_, 0, 'f', 0);
@@ -166,6 +159,7 @@ void ThroughputChart::update_title() {
 }
 
 void ThroughputChart::draw() {
+  if (title_dirty_) update_title();
   const bool everything = update_ranges() || replot_all_;
   replot_all_ = false;
   // Else only the data and the title changed.

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <QElapsedTimer>
-#include <QTimer>
 
 #include <deque>
 
@@ -73,9 +72,10 @@ class ThroughputChart : public LiveView {
   QCPTextElement* title_;
   bool replot_all_ = true;  // the next draw replots every layer
   QElapsedTimer title_since_;  // since the title's figures last changed
-  // Brings a title whose update add_frame held back up to date at the end of the 250 ms, so
-  // that the last figures of a generation are shown even when no frame follows them.
-  QTimer* title_timer_;
+  // The next draw lays the title out again: its figures are at least 250 ms old, or a latency
+  // figure changed. Set, not laid out at once, so that a delivery's frame that follows its
+  // latency update (a first token, a finish) is in the title the draw shows.
+  bool title_dirty_ = true;
   double window_seconds_ = 30.0;
   double first_time_ = -1.0;
   std::deque<StepRecord> recent_;  // the steps of the last kSmoothingSeconds

@@ -220,9 +220,9 @@ class TestLiveCharts : public QObject {
     QVERIFY2(full < draws / 2, qPrintable(QString("%1 of %2 draws replotted everything").arg(full).arg(draws)));
   }
 
-  // The title's figures update at most 4 times a second, but the last ones of a generation are
-  // shown even when no frame follows: a latency update (first token, finish) refreshes the
-  // title just before a delivery's frame, which then arrives within the 250 ms.
+  // The title's figures update at most 4 times a second, but a latency update (a first token,
+  // a finish) comes just before its delivery's frame, and the draw after them must show both:
+  // at a finish nothing follows to correct a stale title.
   void the_title_catches_up_with_the_last_frame() {
     ui::ThroughputChart chart;
     chart.resize(800, 300);
@@ -231,7 +231,6 @@ class TestLiveCharts : public QObject {
     chart.set_request_latency(0.005, -1);  // the first token of a delivery
     chart.add_frame(burst(0.0, 50, 0.002, 0));   // 500 tok/s, in the same delivery
     QCOMPARE(chart.last_decode_rate(), 500.0);
-    QVERIFY2(chart.title_text().contains("decode 0 tok/s"), qPrintable(chart.title_text()));
     QTRY_VERIFY2_WITH_TIMEOUT(chart.title_text().contains("decode 500 tok/s"), qPrintable(chart.title_text()), 2000);
     QVERIFY(chart.title_text().contains("TTFT 5.0 ms"));
   }
