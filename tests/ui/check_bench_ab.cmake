@@ -1,16 +1,7 @@
 # Runs `llmwb --bench-gui ... --bench-ab` (the command after "--") and checks its JSON line:
 # both phases have steps, tokens and a rate, adjacent pairs were formed, the raised chart drew
 # in the live phases and never in the settled quiet ones, and the overhead figures are there.
-set(cmd)
-set(seen FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE 1 ${last})
-  if(seen)
-    list(APPEND cmd "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(seen TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "exit ${rc}:\n${out}${err}")

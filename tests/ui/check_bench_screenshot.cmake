@@ -1,15 +1,7 @@
 # Runs `llmwb --bench-gui ... --bench-screenshot OUT` (the arguments after --) and checks that it
 # exits 0 and that OUT is a PNG file, whatever its name ends with.
 #   cmake -DOUT=path -P check_bench_screenshot.cmake -- COMMAND...
-set(cmd)
-set(after_dashes FALSE)
-foreach(i RANGE ${CMAKE_ARGC})
-  if(after_dashes)
-    list(APPEND cmd "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(after_dashes TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
 file(REMOVE "${OUT}")
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
