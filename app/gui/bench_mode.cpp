@@ -15,7 +15,6 @@
 #include <QTimer>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -29,10 +28,6 @@
 namespace llmwb::gui {
 
 namespace {
-
-double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 SamplingParams bench_params(const BenchOptions& o) {
   SamplingParams p;
@@ -87,7 +82,7 @@ int run_headless_bench(const BenchOptions& options) {
     for (int g = -1; g < options.generations; ++g) {  // g = -1: the warm-up
       if (g == 0) {
         cpu0 = this_thread_cpu_seconds();
-        wall0 = wall_seconds();
+        wall0 = StepLog::now();
         threads0 = thread_cpu_by_name();
       }
       engine.add_request("", params);
@@ -102,7 +97,7 @@ int run_headless_bench(const BenchOptions& options) {
     }
     const double main_cpu = this_thread_cpu_seconds() - cpu0;
     print_json(result_json("headless", options, cfg.threads, tokens, engine_seconds, main_cpu,
-                           wall_seconds() - wall0, cpu_difference(threads0, thread_cpu_by_name())));
+                           StepLog::now() - wall0, cpu_difference(threads0, thread_cpu_by_name())));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llmwb --bench-gui: %s\n", e.what());
@@ -188,7 +183,7 @@ void BenchMode::next_generation() {
     // The warm-up is over: measure from here.
     measuring_ = true;
     gui_cpu_start_ = this_thread_cpu_seconds();
-    wall_start_ = wall_seconds();
+    wall_start_ = StepLog::now();
     const ui::ThroughputChart* chart = bench_.window().throughput_chart();
     draws_start_ = chart->draw_count();
     full_replots_start_ = chart->full_replots();
@@ -239,7 +234,7 @@ void BenchMode::report() {
   const double gui_cpu = this_thread_cpu_seconds() - gui_cpu_start_;
   ui::MainWindow& w = bench_.window();
   QJsonObject j = result_json("gui", options_, w.settings().engine_config(options_.model, {}).threads, tokens_,
-                              engine_seconds_, gui_cpu, wall_seconds() - wall_start_,
+                              engine_seconds_, gui_cpu, StepLog::now() - wall_start_,
                               cpu_difference(threads_start_, thread_cpu_by_name()));
   j["view"] = options_.view;
   // CLOCK_MONOTONIC at the start of the measured phase (to cut a `perf record -k mono` trace).
