@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "backend/cpu/fma_peak.h"
+#include "backend/cpu/fpanel.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/qrepack.h"
@@ -207,14 +208,21 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
 
   // The 4-bit types run as the engine runs them: over their row-interleaved copies (qrepack.h),
   // which replace the originals here too.
+  // So do the float types where AVX-512 runs: over their 16-row panels (fpanel.h).
   std::vector<std::unique_ptr<cpu::PackedQ4>> packed;
+  std::vector<cpu::FloatPanels> panels;
   if (cpu::repackable(dt)) {
     for (const TensorView& v : views) packed.push_back(cpu::repack_q4(v, pool));
+    std::vector<uint8_t>().swap(store);
+  } else if (cpu::panel_dtype(dt) && cpu::panel_kernels_active() && cpu::float_panels_enabled()) {
+    for (const TensorView& v : views) panels.push_back(cpu::pack_panels(v, pool));
     std::vector<uint8_t>().swap(store);
   }
   auto run_all = [&] {
     if (!packed.empty()) {
       for (const auto& p : packed) cpu::qmatmul_packed(pool, *p, x.data(), tokens, y.data());
+    } else if (!panels.empty()) {
+      for (const auto& p : panels) cpu::panel_matmul(pool, p, x.data(), tokens, y.data());
     } else {
       for (const TensorView& v : views) cpu::matmul(pool, v, x.data(), tokens, y.data());
     }

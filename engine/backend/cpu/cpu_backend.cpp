@@ -11,7 +11,7 @@
 namespace llmwb {
 
 CpuBackend::CpuBackend(int n_threads)
-    : pool_(n_threads), scores_(static_cast<size_t>(pool_.size())),
+    : pool_(n_threads), float_panels_(cpu::float_panels_enabled()), scores_(static_cast<size_t>(pool_.size())),
       kv_rows_(static_cast<size_t>(pool_.size())),
       kv_rows8_(static_cast<size_t>(pool_.size())),
       kv_scales_(static_cast<size_t>(pool_.size())) {}
@@ -30,9 +30,22 @@ void CpuBackend::rmsnorm(const float* x, const float* w, int n_rows, int dim, fl
   for (int r = 0; r < n_rows; ++r) cpu::rmsnorm(out + int64_t(r) * dim, x + int64_t(r) * dim, w, dim, eps);
 }
 
+bool CpuBackend::use_panels(const TensorView& W) const {
+  return float_panels_ && cpu::panel_dtype(W.dtype) && cpu::panel_kernels_active();
+}
+
+void CpuBackend::prepare(const TensorView& W) {
+  if (use_panels(W)) repack_.panels(W, pool_);
+  else repack_.get(W, pool_);
+}
+
 void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* y) {
   if (const cpu::PackedQ4* p = repack_.get(W, pool_)) {
     cpu::qmatmul_packed(pool_, *p, x, n_rows, y);
+    return;
+  }
+  if (use_panels(W)) {
+    cpu::panel_matmul(pool_, *repack_.panels(W, pool_), x, n_rows, y);
     return;
   }
   cpu::matmul(pool_, W, x, n_rows, y);

@@ -22,13 +22,14 @@ class CpuBackend final : public Backend {
   void embed(const TensorView& table, const int* tokens, int n_rows, float* out) override;
   void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) override;
   // 4-bit weights (cpu::repackable) run over a row-interleaved copy built on first use (or
-  // by prepare); the rest in place (cpu::matmul).
+  // by prepare); F32 / F16 / BF16 weights over 16-row panels where AVX-512 runs (fpanel.h,
+  // also built on first use or by prepare); the rest in place (cpu::matmul).
   void matmul(const TensorView& W, const float* x, int n_rows, float* y) override;
   // Repacked 4-bit weights of one width: x quantized once and all their rows in one parallel
   // pass (cpu::qmatmul_packed_multi); anything else as separate matmul calls.
   void matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) override;
   // Builds W's packed copy now (if its type has one), so the first request does not pay it.
-  void prepare(const TensorView& W) { repack_.get(W, pool_); }
+  void prepare(const TensorView& W);
   const cpu::RepackCache& repacked() const { return repack_; }
   void rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) override;
   void store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) override;
@@ -38,7 +39,9 @@ class CpuBackend final : public Backend {
   void add(float* y, const float* x, int64_t n) override;
 
  private:
+  bool use_panels(const TensorView& W) const;
   ThreadPool pool_;
+  bool float_panels_ = true;   // LLMWB_FLOAT_PANELS=0 turns the panel kernels off
   cpu::RepackCache repack_;   // lives no longer than the model's tensors (see RepackCache)
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
   std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task

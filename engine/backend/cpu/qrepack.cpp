@@ -160,6 +160,19 @@ const PackedQ4* RepackCache::get(const TensorView& W, ThreadPool& pool) {
   return out;
 }
 
+const FloatPanels* RepackCache::panels(const TensorView& W, ThreadPool& pool) {
+  if (!panel_dtype(W.dtype)) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  const Key key{W.data, W.dtype, W.rows(), W.cols()};
+  if (auto it = panels_.find(key); it != panels_.end()) return it->second.get();
+  auto p = std::make_unique<FloatPanels>(panel_layout(W));
+  pack_panels_into(W, *p, allocate(p->bytes()), pool);
+  release_mapped_pages(W.data, W.nbytes);
+  const FloatPanels* out = p.get();
+  panels_.emplace(key, std::move(p));
+  return out;
+}
+
 uint8_t* RepackCache::allocate(uint64_t n) {
   n = (n + 63) / 64 * 64;
   if (chunks_.empty() || chunk_used_ + n > chunks_.back().size()) {
@@ -175,12 +188,13 @@ uint64_t RepackCache::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t s = 0;
   for (const auto& [k, v] : map_) s += v->bytes();
+  for (const auto& [k, v] : panels_) s += v->bytes();
   return s;
 }
 
 size_t RepackCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return map_.size();
+  return map_.size() + panels_.size();
 }
 
 }  // namespace llmwb::cpu

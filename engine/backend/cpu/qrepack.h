@@ -17,6 +17,7 @@
 #include <map>
 #include <vector>
 
+#include "backend/cpu/fpanel.h"
 #include "backend/cpu/qmatmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
 #include "model/page_buffer.h"
@@ -71,7 +72,8 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
 // Name of the repacked kernel qmatmul_packed uses now ("avx512vnni-x16", ...).
 const char* qmatmul_packed_kernel_name();
 
-// Packed copies keyed by the weight's address, type and shape, built on first use. The owner
+// Packed copies keyed by the weight's address, type and shape, built on first use: the 4-bit
+// tiles above and the 16-row panels of float weights (fpanel.h). The owner
 // (CpuBackend) lives no longer than the model whose tensors it was handed. The copies are
 // carved one after another out of 64 MiB huge-page chunks: a mapping per matrix would leave
 // the last partial 2 MiB of each in small pages (~20% of tinyllama's bytes), and rounding
@@ -81,6 +83,8 @@ class RepackCache {
  public:
   // The packed copy of W (built now if new), or nullptr when W's type is not repackable.
   const PackedQ4* get(const TensorView& W, ThreadPool& pool);
+  // The 16-row panels of W (built now if new), or nullptr when W is not F32 / F16 / BF16.
+  const FloatPanels* panels(const TensorView& W, ThreadPool& pool);
   uint64_t bytes() const;
   size_t size() const;
   static constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
@@ -98,6 +102,7 @@ class RepackCache {
   uint8_t* allocate(uint64_t n);   // zero bytes, 64-byte aligned; under mu_
   mutable std::mutex mu_;
   std::map<Key, std::unique_ptr<PackedQ4>> map_;
+  std::map<Key, std::unique_ptr<FloatPanels>> panels_;
   std::vector<PageBuffer> chunks_;
   uint64_t chunk_used_ = 0;   // bytes handed out of chunks_.back()
 };

@@ -1,0 +1,137 @@
+// fpanel.cpp — builds the 16-row panels of float weights (fpanel.h) and splits panel_matmul
+// across the threads (the kernels are in fpanel_avx512.cpp).
+#include "backend/cpu/fpanel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cpu/fpanel_kernels.h"
+#include "backend/cpu/matmul.h"
+#include "backend/huge_page_allocator.h"
+#include "llmwb/errors.h"
+
+namespace llmwb::cpu {
+
+namespace {
+
+int64_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
+// Below this many multiply-adds a chunk is not worth waking another thread for (as matmul.cpp).
+constexpr int64_t kMinMacsPerChunk = 1 << 16;
+
+float* aligned_scratch(int64_t floats) {
+  thread_local HugeFloatVector scratch;
+  if (scratch.size() < static_cast<size_t>(floats + 16)) scratch.resize(static_cast<size_t>(floats + 16));
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+}
+
+}  // namespace
+
+bool panel_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+bool float_panels_enabled() {
+  const char* env = std::getenv("LLMWB_FLOAT_PANELS");
+  return !(env && std::string(env) == "0");
+}
+
+bool panel_kernels_active() { return simd_level() == SimdLevel::Avx512; }
+
+int panel_gemm_min_tokens() { return fpanel::kTokenPanel; }
+
+FloatPanels panel_layout(const TensorView& W) {
+  if (!panel_dtype(W.dtype))
+    throw Error(W.name, std::string("no 16-row panel layout for ") + dtype_name(W.dtype) + " weights");
+  FloatPanels p;
+  p.dtype = W.dtype;
+  p.rows = W.rows();
+  p.cols = W.cols();
+  p.panels = (p.rows + kPanelRows - 1) / kPanelRows;
+  p.panel_bytes = static_cast<uint64_t>(kPanelRows * p.cols * elem_bytes(W.dtype));
+  return p;
+}
+
+void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool) {
+  const int64_t eb = elem_bytes(W.dtype), K = p.cols;
+  const uint64_t rb = dtype_row_bytes(W.dtype, K);
+  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(p.rows) * rb)
+    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
+  // A panel at a time per thread; within it, column blocks so that the 16 source rows' pieces
+  // stay in L1 while they are interleaved.
+  constexpr int64_t kColBlock = 256;
+  pool.parallel_for(p.panels, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      uint8_t* panel = dst + q * p.panel_bytes;
+      const int64_t nr = std::min<int64_t>(kPanelRows, p.rows - q * kPanelRows);
+      for (int64_t k0 = 0; k0 < K; k0 += kColBlock) {
+        const int64_t k1 = std::min(K, k0 + kColBlock);
+        for (int64_t l = 0; l < nr; ++l) {
+          const uint8_t* src = W.data + static_cast<uint64_t>(q * kPanelRows + l) * rb;
+          if (eb == 4) {
+            for (int64_t k = k0; k < k1; ++k) std::memcpy(panel + (k * kPanelRows + l) * 4, src + k * 4, 4);
+          } else {
+            for (int64_t k = k0; k < k1; ++k) std::memcpy(panel + (k * kPanelRows + l) * 2, src + k * 2, 2);
+          }
+        }
+      }
+    }
+  });
+  p.data = dst;
+}
+
+FloatPanels pack_panels(const TensorView& W, ThreadPool& pool) {
+  FloatPanels p = panel_layout(W);
+  p.storage = PageBuffer(std::max<uint64_t>(p.bytes(), 64), /*huge_pages=*/true);
+  pack_panels_into(W, p, p.storage.data(), pool);
+  return p;
+}
+
+float panel_element(const FloatPanels& p, int64_t r, int64_t k) {
+  const uint8_t* e = p.data + (r / kPanelRows) * p.panel_bytes;
+  const int64_t i = k * kPanelRows + r % kPanelRows;
+  if (p.dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, e + i * 4, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, e + i * 2, 2);
+  return p.dtype == DType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+}
+
+void panel_matmul(ThreadPool& pool, const FloatPanels& W, const float* x, int64_t n_tokens, float* y) {
+  if (n_tokens <= 0 || W.rows == 0) return;
+  if (!panel_kernels_active()) throw Error("matmul", "the 16-row panel kernels need AVX-512");
+  fpanel::Args a;
+  a.dtype = W.dtype;
+  a.w = W.data;
+  a.panel_bytes = W.panel_bytes;
+  a.rows = W.rows;
+  a.cols = W.cols;
+  a.panels = W.panels;
+  a.x = x;
+  a.n_tokens = n_tokens;
+  a.y = y;
+  const int64_t macs_per_panel = std::max<int64_t>(1, kPanelRows * W.cols * n_tokens);
+  const int64_t grain = std::max<int64_t>(1, kMinMacsPerChunk / macs_per_panel);
+  if (n_tokens < panel_gemm_min_tokens()) {
+    pool.parallel_for(W.panels, [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); }, grain);
+    return;
+  }
+  // x packed once per call for all threads; the buffer only grows.
+  thread_local HugeFloatVector xp_buffer;
+  const size_t xp_floats = static_cast<size_t>(fpanel::xp_floats(n_tokens, W.cols)) + 16;
+  if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
+  float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});
+  const int64_t n_tp = (n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
+  pool.parallel_for(n_tp, [&](int64_t q0, int64_t q1) { fpanel::pack_x(a, q0, q1, xp); });
+  a.xp = xp;
+  const int64_t scratch_floats = fpanel::gemm_scratch_floats(W.cols);
+  // Whole panel pairs per thread where the split allows (the 2-panel tile).
+  pool.parallel_for(
+      W.panels, [&](int64_t p0, int64_t p1) { fpanel::gemm(a, p0, p1, aligned_scratch(scratch_floats)); },
+      std::max<int64_t>(2, (grain + 1) / 2 * 2));
+}
+
+}  // namespace llmwb::cpu

@@ -1,0 +1,41 @@
+// fpanel_kernels.h — the AVX-512 kernels behind panel_matmul (fpanel.h), plain data only (as
+// matmul_kernels.h, so no std:: template compiled with AVX-512 flags can leak to other code).
+#pragma once
+
+#include <cstdint>
+
+#include "model/tensor.h"
+
+namespace llmwb::cpu::fpanel {
+
+struct Args {
+  DType dtype = DType::F32;
+  const uint8_t* w = nullptr;   // panel p at w + p * panel_bytes
+  uint64_t panel_bytes = 0;
+  int64_t rows = 0, cols = 0, panels = 0;
+  const float* x = nullptr;     // [n_tokens][cols]
+  int64_t n_tokens = 0;
+  float* y = nullptr;           // [n_tokens][rows]
+  const float* xp = nullptr;    // gemm: x packed by pack_x
+};
+
+// Tokens per GEMM register tile (the x panel width).
+constexpr int kTokenPanel = 12;
+// The GEMM's k-chunks: K split into the fewest chunks of at most kKc columns, as even as
+// whole columns allow (chunk_cols). A chunk of 12 tokens' x is ~18 KiB, in L1 under a tile.
+constexpr int64_t kKc = 384;
+int64_t chunk_cols(int64_t cols);
+
+// Outputs of panels [p0, p1), every token, reading the panels directly (few tokens).
+void gemv(const Args& a, int64_t p0, int64_t p1);
+// The same for many tokens, blocked: needs a.xp (pack_x over every token panel) and a
+// per-thread scratch of gemm_scratch_floats(cols) floats (f16 / bf16 blocks widened to f32).
+void gemm(const Args& a, int64_t p0, int64_t p1, float* scratch);
+int64_t gemm_scratch_floats(int64_t cols);
+// x packed by k-chunk and token panel: chunk [k0, k0 + kn) of token panel q holds
+// x[q * kTokenPanel + j][k0 + k] at xp[k0 * n_tp * kTokenPanel + q * kn * kTokenPanel + k * kTokenPanel + j]
+// (n_tp = token panels), so a chunk's sweep reads one contiguous stream; xp_floats(T, K) in all.
+int64_t xp_floats(int64_t n_tokens, int64_t cols);
+void pack_x(const Args& a, int64_t q0, int64_t q1, float* xp);
+
+}  // namespace llmwb::cpu::fpanel

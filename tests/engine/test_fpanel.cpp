@@ -1,0 +1,200 @@
+// test_fpanel.cpp — the 16-row panels of float weights (fpanel.h): the layout, the panel GEMV
+// and GEMM against the double reference and against the one summation order they promise, and
+// the CPU backend's use of them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/fpanel.h"
+#include "backend/cpu/fpanel_kernels.h"
+#include "backend/cpu/matmul.h"
+#include "llmwb/errors.h"
+
+namespace llmwb {
+namespace {
+
+const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+struct Weights {
+  std::vector<uint8_t> storage;
+  std::vector<float> decoded;   // the stored values, row by row
+  TensorView view;
+  Weights(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const uint64_t rb = dtype_row_bytes(dtype, cols);
+    storage.resize(rb * rows + 1);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : row) v = nd(rng);
+      quantize_row(dtype, row.data(), storage.data() + r * rb, cols);
+    }
+    view.name = "blk.0.ffn_up.weight";
+    view.dtype = dtype;
+    view.shape = {rows, cols};
+    view.data = storage.data();
+    view.nbytes = rb * rows;
+    decoded.resize(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(dtype, view.row(r), decoded.data() + r * cols, cols);
+  }
+  float at(int64_t r, int64_t k) const { return decoded[static_cast<size_t>(r * view.cols() + k)]; }
+};
+
+std::vector<float> random_x(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+#define SKIP_WITHOUT_PANELS()                                                       \
+  if (!cpu::panel_kernels_active()) GTEST_SKIP() << "no AVX-512 here: the panel kernels never run"
+
+TEST(FloatPanels, LayoutHoldsEveryElementAndZeroPadding) {
+  ThreadPool pool(2);
+  for (DType dt : kFloatTypes) {
+    const Weights w(dt, 37, 45, 3);
+    const cpu::FloatPanels p = cpu::pack_panels(w.view, pool);
+    EXPECT_EQ(p.panels, 3);
+    EXPECT_EQ(p.panel_bytes, 16u * 45u * (dt == DType::F32 ? 4u : 2u));
+    for (int64_t r = 0; r < 37; ++r)
+      for (int64_t k = 0; k < 45; ++k) ASSERT_EQ(cpu::panel_element(p, r, k), w.at(r, k)) << dtype_name(dt);
+    for (int64_t r = 37; r < 48; ++r)
+      for (int64_t k = 0; k < 45; ++k) ASSERT_EQ(cpu::panel_element(p, r, k), 0.0f) << "padding row " << r;
+  }
+}
+
+TEST(FloatPanels, QuantizedTypesHaveNoPanelsAndTheErrorNamesTheTensor) {
+  const Weights w(DType::Q8_0, 16, 64, 1);
+  EXPECT_FALSE(cpu::panel_dtype(DType::Q8_0));
+  try {
+    (void)cpu::panel_layout(w.view);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
+  }
+}
+
+// Both kernels against the double reference, over shapes that cover partial panels, one and
+// several k-chunks, partial token panels, several row blocks and the GEMV / GEMM switch.
+TEST(FloatPanels, MatmulMatchesTheDoubleReference) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool pool(3);
+  const int64_t chunk = cpu::fpanel::kKc;
+  for (DType dt : kFloatTypes) {
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {15, 7}, {16, 64}, {17, chunk + 1},
+                               {100, 2 * chunk + 50}, {700, 96}}) {
+      const Weights w(dt, N, K, static_cast<uint32_t>(N * 31 + K));
+      const cpu::FloatPanels p = cpu::pack_panels(w.view, pool);
+      for (int64_t T : {1, 5, 11, 12, 13, 30}) {
+        const std::vector<float> x = random_x(T * K, static_cast<uint32_t>(T));
+        std::vector<float> y(static_cast<size_t>(T * N), NAN), ref(y.size());
+        cpu::panel_matmul(pool, p, x.data(), T, y.data());
+        cpu::matmul_reference(w.view, x.data(), T, ref.data());
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t o = 0; o < N; ++o) {
+            double bound = 0.0;   // K * eps * sum |w x| (Higham), with headroom
+            for (int64_t k = 0; k < K; ++k) bound += std::fabs(double(w.at(o, k)) * x[static_cast<size_t>(t * K + k)]);
+            bound = 2.0 * double(K) * 6e-8 * bound + 1e-30;
+            const size_t i = static_cast<size_t>(t * N + o);
+            ASSERT_LE(std::fabs(double(y[i]) - ref[i]), bound)
+                << dtype_name(dt) << " N=" << N << " K=" << K << " T=" << T << " t=" << t << " o=" << o;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The promise of fpanel.h, checked literally: every output is one fused multiply-add chain
+// over k = 0 .. K - 1 from zero.
+TEST(FloatPanels, EveryOutputIsOneFmaChainInColumnOrder) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool pool(2);
+  const int64_t N = 40, K = 2 * cpu::fpanel::kKc + 17;
+  for (DType dt : kFloatTypes) {
+    const Weights w(dt, N, K, 9);
+    const cpu::FloatPanels p = cpu::pack_panels(w.view, pool);
+    for (int64_t T : {1, 3, 12, 25}) {
+      const std::vector<float> x = random_x(T * K, 77);
+      std::vector<float> y(static_cast<size_t>(T * N));
+      cpu::panel_matmul(pool, p, x.data(), T, y.data());
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t o = 0; o < N; ++o) {
+          float acc = 0.0f;
+          for (int64_t k = 0; k < K; ++k) acc = std::fma(w.at(o, k), x[static_cast<size_t>(t * K + k)], acc);
+          uint32_t a, b;
+          std::memcpy(&a, &acc, 4);
+          std::memcpy(&b, &y[static_cast<size_t>(t * N + o)], 4);
+          ASSERT_EQ(a, b) << dtype_name(dt) << " T=" << T << " t=" << t << " o=" << o;
+        }
+      }
+    }
+  }
+}
+
+// Batch invariance: a token's outputs are bitwise the same alone (GEMV), in any batch (GEMV or
+// GEMM, any position) and with any thread count; rows span several row blocks of the GEMM.
+TEST(FloatPanels, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool one(1), three(3);
+  const int64_t N = 700, K = cpu::fpanel::kKc + 200, T = 40;
+  for (DType dt : kFloatTypes) {
+    const Weights w(dt, N, K, 5);
+    const cpu::FloatPanels p = cpu::pack_panels(w.view, one);
+    const std::vector<float> x = random_x(T * K, 11);
+    std::vector<float> alone(static_cast<size_t>(T * N));
+    for (int64_t t = 0; t < T; ++t) cpu::panel_matmul(one, p, x.data() + t * K, 1, alone.data() + t * N);
+    for (int64_t first : {int64_t{0}, int64_t{3}}) {
+      for (int64_t n : {int64_t{2}, int64_t{12}, int64_t{13}, int64_t{37}}) {
+        if (first + n > T) continue;
+        for (ThreadPool* pool : {&one, &three}) {
+          std::vector<float> y(static_cast<size_t>(n * N));
+          cpu::panel_matmul(*pool, p, x.data() + first * K, n, y.data());
+          ASSERT_EQ(std::memcmp(y.data(), alone.data() + first * N, sizeof(float) * y.size()), 0)
+              << dtype_name(dt) << " first=" << first << " n=" << n << " threads=" << pool->size();
+        }
+      }
+    }
+  }
+}
+
+// The backend multiplies float weights over panels it builds once (prepare or first use), and
+// LLMWB_FLOAT_PANELS=0 keeps them in place.
+TEST(FloatPanels, CpuBackendUsesPanelsUnlessTurnedOff) {
+  SKIP_WITHOUT_PANELS();
+  const int64_t N = 48, K = 100, T = 20;
+  const Weights w(DType::F16, N, K, 21);
+  const std::vector<float> x = random_x(T * K, 2);
+  std::vector<float> via_backend(static_cast<size_t>(T * N)), panels(via_backend.size()), in_place(via_backend.size());
+  {
+    CpuBackend be(2);
+    be.prepare(w.view);
+    EXPECT_EQ(be.repacked().size(), 1u);
+    EXPECT_EQ(be.repacked().bytes(), 3u * 16u * 100u * 2u);
+    be.matmul(w.view, x.data(), static_cast<int>(T), via_backend.data());
+    EXPECT_EQ(be.repacked().size(), 1u);
+  }
+  ThreadPool pool(2);
+  cpu::panel_matmul(pool, cpu::pack_panels(w.view, pool), x.data(), T, panels.data());
+  EXPECT_EQ(via_backend, panels);
+  ::setenv("LLMWB_FLOAT_PANELS", "0", 1);
+  {
+    CpuBackend be(2);
+    be.matmul(w.view, x.data(), static_cast<int>(T), via_backend.data());
+    EXPECT_EQ(be.repacked().size(), 0u);
+  }
+  ::unsetenv("LLMWB_FLOAT_PANELS");
+  cpu::matmul(pool, w.view, x.data(), T, in_place.data());
+  EXPECT_EQ(via_backend, in_place);
+}
+
+}  // namespace
+}  // namespace llmwb
