@@ -198,3 +198,38 @@ TEST(FloatPanels, CpuBackendUsesPanelsUnlessTurnedOff) {
 
 }  // namespace
 }  // namespace llmwb
+
+namespace llmwb {
+namespace {
+
+// Q/K/V-style calls: x packed once, each output bitwise what its own call gives, through the
+// backend too.
+TEST(FloatPanels, SharedInputMatricesGiveWhatEachGivesAlone) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool pool(2);
+  const int64_t K = 130;
+  const Weights a(DType::F32, 64, K, 1), b(DType::F32, 24, K, 2), c(DType::BF16, 33, K, 3);
+  const cpu::FloatPanels pa = cpu::pack_panels(a.view, pool), pb = cpu::pack_panels(b.view, pool),
+                         pc = cpu::pack_panels(c.view, pool);
+  for (int64_t T : {1, 12, 29}) {
+    const std::vector<float> x = random_x(T * K, 5);
+    std::vector<float> ya(static_cast<size_t>(T * 64)), yb(static_cast<size_t>(T * 24)), yc(static_cast<size_t>(T * 33));
+    const cpu::PanelOut outs[] = {{&pa, ya.data()}, {&pb, yb.data()}, {&pc, yc.data()}};
+    cpu::panel_matmul_multi(pool, outs, x.data(), T);
+    for (const auto& [p, y] : {std::pair{&pa, &ya}, std::pair{&pb, &yb}, std::pair{&pc, &yc}}) {
+      std::vector<float> alone(y->size());
+      cpu::panel_matmul(pool, *p, x.data(), T, alone.data());
+      EXPECT_EQ(*y, alone) << "T=" << T << " rows=" << p->rows;
+    }
+    CpuBackend be(2);
+    std::vector<float> ba(ya.size()), bb(yb.size()), bc(yc.size());
+    const MatmulOut mouts[] = {{&a.view, ba.data()}, {&b.view, bb.data()}, {&c.view, bc.data()}};
+    be.matmul_shared_input(x.data(), static_cast<int>(T), mouts);
+    EXPECT_EQ(ba, ya);
+    EXPECT_EQ(bb, yb);
+    EXPECT_EQ(bc, yc);
+  }
+}
+
+}  // namespace
+}  // namespace llmwb

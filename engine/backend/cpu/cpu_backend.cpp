@@ -53,6 +53,17 @@ void CpuBackend::matmul(const TensorView& W, const float* x, int n_rows, float* 
 
 void CpuBackend::matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) {
   constexpr size_t kMax = 8;
+  // Float weights over panels: x packed once for all of them.
+  cpu::PanelOut pouts[kMax];
+  bool panels = outs.size() <= kMax;
+  for (size_t i = 0; panels && i < outs.size(); ++i) {
+    panels = use_panels(*outs[i].W) && outs[i].W->cols() == outs[0].W->cols();
+    if (panels) pouts[i] = {repack_.panels(*outs[i].W, pool_), outs[i].y};
+  }
+  if (panels) {
+    cpu::panel_matmul_multi(pool_, std::span<const cpu::PanelOut>(pouts, outs.size()), x, n_rows);
+    return;
+  }
   cpu::PackedOut packed[kMax];
   bool fused = outs.size() <= kMax;
   for (size_t i = 0; fused && i < outs.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "backend/cpu/fpanel.h"
 
 #include <algorithm>
+#include <span>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -100,9 +101,9 @@ float panel_element(const FloatPanels& p, int64_t r, int64_t k) {
   return p.dtype == DType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
 }
 
-void panel_matmul(ThreadPool& pool, const FloatPanels& W, const float* x, int64_t n_tokens, float* y) {
-  if (n_tokens <= 0 || W.rows == 0) return;
-  if (!panel_kernels_active()) throw Error("matmul", "the 16-row panel kernels need AVX-512");
+namespace {
+
+fpanel::Args args_of(const FloatPanels& W, const float* x, int64_t n_tokens, float* y) {
   fpanel::Args a;
   a.dtype = W.dtype;
   a.w = W.data;
@@ -113,25 +114,60 @@ void panel_matmul(ThreadPool& pool, const FloatPanels& W, const float* x, int64_
   a.x = x;
   a.n_tokens = n_tokens;
   a.y = y;
-  const int64_t macs_per_panel = std::max<int64_t>(1, kPanelRows * W.cols * n_tokens);
-  const int64_t grain = std::max<int64_t>(1, kMinMacsPerChunk / macs_per_panel);
-  if (n_tokens < panel_gemm_min_tokens()) {
-    pool.parallel_for(W.panels, [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); }, grain);
-    return;
-  }
-  // x packed once per call for all threads; the buffer only grows.
+  return a;
+}
+
+int64_t grain_of(const FloatPanels& W, int64_t n_tokens) {
+  return std::max<int64_t>(1, kMinMacsPerChunk / std::max<int64_t>(1, kPanelRows * W.cols * n_tokens));
+}
+
+// x packed once per call (for every matrix of a shared-input call); the buffer only grows.
+const float* packed_x(ThreadPool& pool, const fpanel::Args& a) {
   thread_local HugeFloatVector xp_buffer;
-  const size_t xp_floats = static_cast<size_t>(fpanel::xp_floats(n_tokens, W.cols)) + 16;
+  const size_t xp_floats = static_cast<size_t>(fpanel::xp_floats(a.n_tokens, a.cols)) + 16;
   if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
   float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});
-  const int64_t n_tp = (n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
+  const int64_t n_tp = (a.n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
   pool.parallel_for(n_tp, [&](int64_t q0, int64_t q1) { fpanel::pack_x(a, q0, q1, xp); });
-  a.xp = xp;
-  const int64_t scratch_floats = fpanel::gemm_scratch_floats(W.cols);
+  return xp;
+}
+
+void run_gemm(ThreadPool& pool, const fpanel::Args& a, int64_t grain) {
+  const int64_t scratch_floats = fpanel::gemm_scratch_floats(a.cols);
   // Whole panel pairs per thread where the split allows (the 2-panel tile).
   pool.parallel_for(
-      W.panels, [&](int64_t p0, int64_t p1) { fpanel::gemm(a, p0, p1, aligned_scratch(scratch_floats)); },
+      a.panels, [&](int64_t p0, int64_t p1) { fpanel::gemm(a, p0, p1, aligned_scratch(scratch_floats)); },
       std::max<int64_t>(2, (grain + 1) / 2 * 2));
+}
+
+}  // namespace
+
+void panel_matmul(ThreadPool& pool, const FloatPanels& W, const float* x, int64_t n_tokens, float* y) {
+  const PanelOut out{&W, y};
+  panel_matmul_multi(pool, std::span<const PanelOut>(&out, 1), x, n_tokens);
+}
+
+void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const float* x, int64_t n_tokens) {
+  if (n_tokens <= 0 || outs.empty()) return;
+  if (!panel_kernels_active()) throw Error("matmul", "the 16-row panel kernels need AVX-512");
+  for (const PanelOut& o : outs) {
+    if (o.W->cols != outs[0].W->cols) throw Error("matmul", "shared-input matrices differ in their columns");
+  }
+  if (n_tokens < panel_gemm_min_tokens()) {
+    for (const PanelOut& o : outs) {
+      if (o.W->rows == 0) continue;
+      const fpanel::Args a = args_of(*o.W, x, n_tokens, o.y);
+      pool.parallel_for(a.panels, [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); }, grain_of(*o.W, n_tokens));
+    }
+    return;
+  }
+  const float* xp = packed_x(pool, args_of(*outs[0].W, x, n_tokens, nullptr));
+  for (const PanelOut& o : outs) {
+    if (o.W->rows == 0) continue;
+    fpanel::Args a = args_of(*o.W, x, n_tokens, o.y);
+    a.xp = xp;
+    run_gemm(pool, a, grain_of(*o.W, n_tokens));
+  }
 }
 
 }  // namespace llmwb::cpu

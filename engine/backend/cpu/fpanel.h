@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/thread_pool.h"
 #include "model/page_buffer.h"
@@ -67,6 +68,13 @@ float panel_element(const FloatPanels& p, int64_t r, int64_t k);
 // y[t][o] = sum_k W[o][k] x[t][k] over the panels (AVX-512 only: panel_kernels_active()).
 // x is [n_tokens][cols], y is [n_tokens][rows].
 void panel_matmul(ThreadPool& pool, const FloatPanels& W, const float* x, int64_t n_tokens, float* y);
+// Several matrices with the same cols applied to one input (Q/K/V, gate/up): x is packed once.
+// Each o.y is bitwise what panel_matmul(*o.W, x) gives.
+struct PanelOut {
+  const FloatPanels* W = nullptr;
+  float* y = nullptr;
+};
+void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const float* x, int64_t n_tokens);
 
 // From this many tokens on panel_matmul packs x and runs the blocked GEMM (bitwise the GEMV).
 int panel_gemm_min_tokens();
