@@ -37,6 +37,12 @@ bool float_panels_enabled() {
   return !(env && std::string(env) == "0");
 }
 
+bool cpu_has_panel_kernels() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
 bool panel_kernels_active() { return simd_level() == SimdLevel::Avx512; }
 
 int panel_gemm_min_tokens() { return fpanel::kTokenPanel; }
@@ -53,30 +59,17 @@ FloatPanels panel_layout(const TensorView& W) {
   return p;
 }
 
-void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool) {
-  const int64_t eb = elem_bytes(W.dtype), K = p.cols;
+void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool, int64_t q_begin,
+                      int64_t q_end) {
+  const int64_t K = p.cols;
   const uint64_t rb = dtype_row_bytes(W.dtype, K);
   if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(p.rows) * rb)
     throw Error(W.name, "matmul: weight data missing or shorter than its shape");
-  // A panel at a time per thread; within it, column blocks so that the 16 source rows' pieces
-  // stay in L1 while they are interleaved.
-  constexpr int64_t kColBlock = 256;
-  pool.parallel_for(p.panels, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      uint8_t* panel = dst + q * p.panel_bytes;
-      const int64_t nr = std::min<int64_t>(kPanelRows, p.rows - q * kPanelRows);
-      for (int64_t k0 = 0; k0 < K; k0 += kColBlock) {
-        const int64_t k1 = std::min(K, k0 + kColBlock);
-        for (int64_t l = 0; l < nr; ++l) {
-          const uint8_t* src = W.data + static_cast<uint64_t>(q * kPanelRows + l) * rb;
-          if (eb == 4) {
-            for (int64_t k = k0; k < k1; ++k) std::memcpy(panel + (k * kPanelRows + l) * 4, src + k * 4, 4);
-          } else {
-            for (int64_t k = k0; k < k1; ++k) std::memcpy(panel + (k * kPanelRows + l) * 2, src + k * 2, 2);
-          }
-        }
-      }
-    }
+  if (q_end < 0) q_end = p.panels;
+  // The panels are only read where AVX-512 runs; the gathering copy needs it too.
+  if (!cpu_has_panel_kernels()) throw Error(W.name, "the 16-row panel layout needs AVX-512");
+  pool.parallel_for(q_end - q_begin, [&](int64_t i0, int64_t i1) {
+    fpanel::pack_panels(W.dtype, W.data, rb, p.rows, K, q_begin + i0, q_begin + i1, dst, p.panel_bytes);
   });
   p.data = dst;
 }

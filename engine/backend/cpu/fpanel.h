@@ -37,6 +37,8 @@ constexpr int kPanelRows = 16;
 
 // Whether the panel layout exists for this element type (F32, F16, BF16).
 bool panel_dtype(DType dtype);
+// Whether this CPU has the panel kernels (AVX-512 F/BW/VL/DQ), whatever the current level.
+bool cpu_has_panel_kernels();
 // Whether panel_matmul runs at the current SIMD level (AVX-512); below it the backend uses
 // the in-place kernels on the original, which stays readable.
 bool panel_kernels_active();
@@ -58,8 +60,10 @@ struct FloatPanels {
 
 // The layout of W's panels (no data yet); throws llmwb::Error for a type without one.
 FloatPanels panel_layout(const TensorView& W);
-// Fills dst (p.bytes() zero bytes, 64-byte aligned) from W's rows on `pool`, and points p at it.
-void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool);
+// Fills panels [q_begin, q_end) (all by default) of dst (p.bytes() zero bytes, 64-byte
+// aligned) from W's rows on `pool`, and points p at dst.
+void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool, int64_t q_begin = 0,
+                      int64_t q_end = -1);
 // Both, into a buffer of its own.
 FloatPanels pack_panels(const TensorView& W, ThreadPool& pool);
 // Element (r, k) read back from the panels, as a float (tests: the round trip).

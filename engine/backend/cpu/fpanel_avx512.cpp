@@ -335,4 +335,33 @@ void pack_x(const Args& a, int64_t q0, int64_t q1, float* xp) {
   }
 }
 
+void pack_panels(DType dtype, const uint8_t* w, uint64_t row_bytes, int64_t rows, int64_t cols, int64_t q0, int64_t q1,
+                 uint8_t* dst, uint64_t panel_bytes) {
+  // Column k of a panel is a gather down its 16 rows (row_bytes apart); 16-bit types gather
+  // two columns per dword and split them.
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(static_cast<int>(row_bytes)));
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t nr = imin(16, rows - q * 16);
+    const __mmask16 m = nr >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << nr) - 1u);
+    const uint8_t* src = w + static_cast<uint64_t>(q) * 16 * row_bytes;
+    uint8_t* out = dst + static_cast<uint64_t>(q) * panel_bytes;
+    if (dtype == DType::F32) {
+      for (int64_t k = 0; k < cols; ++k) {
+        const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + 4 * k, 1);
+        _mm512_storeu_ps(out + 64 * k, v);
+      }
+      continue;
+    }
+    int64_t k = 0;
+    for (; k + 2 <= cols; k += 2) {
+      const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, src + 2 * k, 1);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k), _mm512_cvtepi32_epi16(v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * (k + 1)), _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+    }
+    for (; k < cols; ++k)
+      for (int64_t l = 0; l < nr; ++l) __builtin_memcpy(out + 32 * k + 2 * l, src + l * row_bytes + 2 * k, 2);
+  }
+}
+
 }  // namespace llmwb::cpu::fpanel

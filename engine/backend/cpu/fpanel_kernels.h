@@ -37,5 +37,9 @@ int64_t gemm_scratch_floats(int64_t cols);
 // (n_tp = token panels), so a chunk's sweep reads one contiguous stream; xp_floats(T, K) in all.
 int64_t xp_floats(int64_t n_tokens, int64_t cols);
 void pack_x(const Args& a, int64_t q0, int64_t q1, float* xp);
+// Panels [q0, q1) of a rows x cols matrix of `dtype` (F32 / F16 / BF16, rows row_bytes apart)
+// into dst (panel q at dst + q * panel_bytes; rows past `rows` are left as they are, zero).
+void pack_panels(DType dtype, const uint8_t* w, uint64_t row_bytes, int64_t rows, int64_t cols, int64_t q0, int64_t q1,
+                 uint8_t* dst, uint64_t panel_bytes);
 
 }  // namespace llmwb::cpu::fpanel

@@ -166,8 +166,22 @@ const FloatPanels* RepackCache::panels(const TensorView& W, ThreadPool& pool) {
   const Key key{W.data, W.dtype, W.rows(), W.cols()};
   if (auto it = panels_.find(key); it != panels_.end()) return it->second.get();
   auto p = std::make_unique<FloatPanels>(panel_layout(W));
-  pack_panels_into(W, *p, allocate(p->bytes()), pool);
+  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
+    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
+  // A slice of panels at a time, each slice's original rows handed back once copied: the peak
+  // RSS of a load then holds one copy plus a slice, not plus a whole matrix (an F32 output
+  // head of 32000 x 2048 is 0.24 GiB). The last call catches the pages at the slices' seams.
+  uint8_t* dst = allocate(p->bytes());
+  const uint64_t slice_bytes = static_cast<uint64_t>(kPanelRows) * W.row_bytes();
+  constexpr int64_t kSlicePanels = 256;
+  for (int64_t q0 = 0; q0 < p->panels; q0 += kSlicePanels) {
+    const int64_t q1 = std::min(p->panels, q0 + kSlicePanels);
+    pack_panels_into(W, *p, dst, pool, q0, q1);
+    const uint64_t end = std::min<uint64_t>(W.nbytes, static_cast<uint64_t>(q1) * slice_bytes);
+    release_mapped_pages(W.data + q0 * slice_bytes, end - q0 * slice_bytes);
+  }
   release_mapped_pages(W.data, W.nbytes);
+  p->data = dst;
   const FloatPanels* out = p.get();
   panels_.emplace(key, std::move(p));
   return out;
