@@ -4,7 +4,9 @@
 // (query heads sharing K/V rows) bitwise against attend_head per head.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -148,6 +150,52 @@ TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
             EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "head " << g;
             EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "head " << g;
           }
+        }
+      }
+    }
+  }
+}
+
+// Queries of different lengths over shared K/V rows (a prefill tile: consecutive tokens of one
+// sequence, the later ones seeing more keys): each bitwise its own attend_head, on every level;
+// probs are only promised up to each query's own length.
+TEST(Attention, QueriesOfDifferentLengthsAreBitwiseSingleHeadsOnEveryLevel) {
+  LevelGuard guard;
+  for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    cpu::set_simd_level(level);
+    if (cpu::simd_level() != level) continue;
+    for (int hd : {16, 32, 64, 128}) {
+      for (const std::vector<int>& ctxs : std::vector<std::vector<int>>{
+               {1, 2, 3, 4}, {5, 6, 7, 8}, {37, 38, 39, 40}, {8, 9}, {130, 131, 132}, {3, 3, 4, 4}, {64, 1, 9, 2, 33}}) {
+        const int n = static_cast<int>(ctxs.size());
+        int cmax = 0;
+        for (int c : ctxs) cmax = std::max(cmax, c);
+        SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " queries " +
+                     std::to_string(n) + " longest " + std::to_string(cmax));
+        const Head h = random_head(cmax, hd, static_cast<uint32_t>(hd * 13 + cmax * 7 + n));
+        std::mt19937 rng(static_cast<uint32_t>(n * 17 + cmax));
+        std::normal_distribution<float> nd(0.0f, 2.0f);
+        std::vector<std::vector<float>> q(n), probs(n), out(n);
+        std::vector<const float*> qp(n);
+        std::vector<float*> pp(n), op(n);
+        for (int g = 0; g < n; ++g) {
+          q[g].resize(static_cast<size_t>(hd));
+          for (float& f : q[g]) f = nd(rng);
+          probs[g].assign(static_cast<size_t>(cmax), -1.0f);
+          out[g].assign(static_cast<size_t>(hd), -1.0f);
+          qp[g] = q[g].data();
+          pp[g] = probs[g].data();
+          op[g] = out[g].data();
+        }
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        cpu::attend_queries(n, qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, pp.data(),
+                            op.data());
+        for (int g = 0; g < n; ++g) {
+          const int ctx = ctxs[static_cast<size_t>(g)];
+          std::vector<float> p1(static_cast<size_t>(ctx)), o1(static_cast<size_t>(hd));
+          cpu::attend_head(q[g].data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, p1.data(), o1.data());
+          EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "query " << g;
+          EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "query " << g;
         }
       }
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -67,19 +68,26 @@ void attend_head(const float* q, const float* const* krows, const float* const* 
   attend_head_plain(q, krows, vrows, ctx, hd, scale, probs, out);
 }
 
-void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
-                  float scale, float* const* probs, float* const* out) {
+void attend_queries(int n, const float* const* q, const int* ctx, const float* const* krows,
+                    const float* const* vrows, int hd, float scale, float* const* probs, float* const* out) {
   int g = 0;
 #if defined(__x86_64__)
   if (simd_level() == SimdLevel::Avx512) {
     while (g < n) {
-      const int done = kernels::attend_heads_avx512(n - g, q + g, krows, vrows, ctx, hd, scale, probs + g, out + g);
+      const int done =
+          kernels::attend_queries_avx512(n - g, q + g, ctx + g, krows, vrows, hd, scale, probs + g, out + g);
       if (done == 0) break;
       g += done;
     }
   }
 #endif
-  for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx, hd, scale, probs[g], out[g]);
+  for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx[g], hd, scale, probs[g], out[g]);
+}
+
+void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
+                  float scale, float* const* probs, float* const* out) {
+  const std::vector<int> ctxs(static_cast<size_t>(n > 0 ? n : 0), ctx);
+  attend_queries(n, q, ctxs.data(), krows, vrows, hd, scale, probs, out);
 }
 
 }  // namespace llmwb::cpu

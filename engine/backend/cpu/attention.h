@@ -25,6 +25,15 @@ void attend_head(const float* q, const float* const* krows, const float* const* 
 void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
                   float scale, float* const* probs, float* const* out);
 
+// attend_heads for n queries that share their K/V rows but not their length: query m attends
+// keys [0, ctx[m]) (krows / vrows hold the longest). The queries of a prefill tile: the query
+// heads of one KV head for one or more consecutive tokens of one sequence, a later token
+// seeing more keys. Bitwise n attend_head calls; the AVX-512 kernel loads each K and V vector
+// once for up to 4 queries (without grouped heads, a 512-token prefill of llama-110m spent a
+// third of its time reading K/V rows from L2 once per token and head).
+void attend_queries(int n, const float* const* q, const int* ctx, const float* const* krows,
+                    const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
+
 // The same over an int8 KV cache (--kv-dtype int8): K row j is kscale[j] * krows[j][i], V row j
 // is vscale[j] * vrows[j][i]. The codes are widened in registers (cpu::dot_f32_i8 /
 // cpu::axpy_i8) and the scale applied to each sum, never a float copy of the cache; the order
@@ -36,10 +45,11 @@ namespace kernels {
 // The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
                         float scale, float* probs, float* out);
-// The first 4 (n >= 4) or 2 (n >= 2) of n heads sharing their K/V rows, for hd a multiple of
-// 32; returns how many heads it computed (0: none, the caller takes them one by one).
-int attend_heads_avx512(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
-                        int hd, float scale, float* const* probs, float* const* out);
+// The first 4 (n >= 4) or 2 (n >= 2) of n queries sharing their K/V rows (query m over keys
+// [0, ctx[m])), for hd a multiple of 32; returns how many it computed (0: none, the caller
+// takes them one by one).
+int attend_queries_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
+                          const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 }  // namespace kernels
 
 }  // namespace llmwb::cpu

@@ -115,16 +115,23 @@ inline void scores_grouped(const float* const* q, const float* const* krows, int
   }
 }
 
-// weighted_sum<2> for G heads over the same V rows: columns [c0, c0 + 32) of every head's
-// output, each V vector loaded once for the G heads; per head the even/odd accumulators and
-// their order are weighted_sum's.
+// weighted_sum<2> for G queries over the same V rows, query g over keys [0, ctx[g]): columns
+// [c0, c0 + 32) of every query's output, each V vector loaded once for the queries that use
+// it. Per query the even/odd accumulators and their order are weighted_sum's: even keys into
+// e, odd keys into o, each in increasing key order (the pairs every query shares first, then
+// the keys only the longer queries have, one at a time), then e + o.
 template <int G>
-inline void weighted_sum_grouped(const float* const* vrows, const float* const* probs, int ctx, int c0,
+inline void weighted_sum_grouped(const float* const* vrows, const float* const* probs, const int* ctx, int c0,
                                  float* const* out) {
+  int cmin = ctx[0], cmax = ctx[0];
+  for (int g = 1; g < G; ++g) {
+    cmin = ctx[g] < cmin ? ctx[g] : cmin;
+    cmax = ctx[g] > cmax ? ctx[g] : cmax;
+  }
   __m512 e[G][2], o[G][2];
   for (int g = 0; g < G; ++g) e[g][0] = e[g][1] = o[g][0] = o[g][1] = _mm512_setzero_ps();
   int j = 0;
-  for (; j + 2 <= ctx; j += 2) {
+  for (; j + 2 <= cmin; j += 2) {
     const float* ve = vrows[j] + c0;
     const float* vo = vrows[j + 1] + c0;
     const __m512 ve0 = _mm512_loadu_ps(ve), ve1 = _mm512_loadu_ps(ve + 16);
@@ -137,12 +144,18 @@ inline void weighted_sum_grouped(const float* const* vrows, const float* const* 
       o[g][1] = _mm512_fmadd_ps(wo, vo1, o[g][1]);
     }
   }
-  if (j < ctx) {
+  for (; j < cmax; ++j) {
     const __m512 v0 = _mm512_loadu_ps(vrows[j] + c0), v1 = _mm512_loadu_ps(vrows[j] + c0 + 16);
     for (int g = 0; g < G; ++g) {
-      const __m512 we = _mm512_set1_ps(probs[g][j]);
-      e[g][0] = _mm512_fmadd_ps(we, v0, e[g][0]);
-      e[g][1] = _mm512_fmadd_ps(we, v1, e[g][1]);
+      if (j >= ctx[g]) continue;
+      const __m512 w = _mm512_set1_ps(probs[g][j]);
+      if (j & 1) {
+        o[g][0] = _mm512_fmadd_ps(w, v0, o[g][0]);
+        o[g][1] = _mm512_fmadd_ps(w, v1, o[g][1]);
+      } else {
+        e[g][0] = _mm512_fmadd_ps(w, v0, e[g][0]);
+        e[g][1] = _mm512_fmadd_ps(w, v1, e[g][1]);
+      }
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -151,14 +164,19 @@ inline void weighted_sum_grouped(const float* const* vrows, const float* const* 
   }
 }
 
+// G queries sharing their K/V rows, query g over keys [0, ctx[g]). The scores of whole groups
+// of 4 keys are computed for every query up to the longest context (a query's entries past its
+// own are never read: its softmax and weighted sum stop at ctx[g]), the rest one key at a time.
 template <int G>
-void attend_heads_grouped(const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
-                          int hd, float scale, float* const* probs, float* const* out) {
+void attend_heads_grouped(const float* const* q, const int* ctx, const float* const* krows,
+                          const float* const* vrows, int hd, float scale, float* const* probs, float* const* out) {
+  int cmax = ctx[0];
+  for (int g = 1; g < G; ++g) cmax = ctx[g] > cmax ? ctx[g] : cmax;
   int j = 0;
-  for (; j + 4 <= ctx; j += 4) scores_grouped<G>(q, krows, j, hd, scale, probs);
+  for (; j + 4 <= cmax; j += 4) scores_grouped<G>(q, krows, j, hd, scale, probs);
   for (int g = 0; g < G; ++g) {
-    for (int jj = j; jj < ctx; ++jj) scores<1>(q[g], krows, jj, hd, scale, probs[g]);
-    softmax(probs[g], ctx);
+    for (int jj = j; jj < ctx[g]; ++jj) scores<1>(q[g], krows, jj, hd, scale, probs[g]);
+    softmax(probs[g], ctx[g]);
   }
   for (int c = 0; c < hd; c += 32) weighted_sum_grouped<G>(vrows, probs, ctx, c, out);
 }
@@ -188,15 +206,15 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
   }
 }
 
-int attend_heads_avx512(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx,
-                        int hd, float scale, float* const* probs, float* const* out) {
+int attend_queries_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
+                          const float* const* vrows, int hd, float scale, float* const* probs, float* const* out) {
   if (hd % 32 != 0) return 0;
   if (n >= 4) {
-    attend_heads_grouped<4>(q, krows, vrows, ctx, hd, scale, probs, out);
+    attend_heads_grouped<4>(q, ctx, krows, vrows, hd, scale, probs, out);
     return 4;
   }
   if (n >= 2) {
-    attend_heads_grouped<2>(q, krows, vrows, ctx, hd, scale, probs, out);
+    attend_heads_grouped<2>(q, ctx, krows, vrows, hd, scale, probs, out);
     return 2;
   }
   return 0;

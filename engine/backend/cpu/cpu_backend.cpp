@@ -114,25 +114,35 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
   }
 }
 
-// Paged attention on the CPU: one task per (new token, up to 4 query heads sharing a KV
-// head); each reads K and V of positions 0..pos through its sequence's block table, so the
-// cache never needs to be contiguous. Tasks are dealt round-robin so that the long rows of a
-// causal prefill spread over threads. A head's arithmetic (cpu::attend_heads, bitwise
-// cpu::attend_head per head, or cpu::attend_head_i8 over an int8 cache) depends only on its
-// own token (q row, positions 0..pos), never on the rest of the batch, the heads it is grouped
-// with or the thread that runs it, so attention is batch-invariant.
+// Paged attention on the CPU: one task per tile of queries that share their K/V rows: up to 4
+// query heads of one KV head (grouped-query attention) for as many consecutive tokens of one
+// sequence as make 4 queries (4 tokens without grouping, 2 with pairs, 1 with groups of 4 or
+// more heads), so that cpu::attend_queries reads each K/V row once for all of them. Each reads
+// K and V of positions 0..pos through its sequence's block table, so the cache never needs to
+// be contiguous. Tasks are dealt round-robin so that the long rows of a causal prefill spread
+// over threads. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per query,
+// or cpu::attend_head_i8 over an int8 cache) depends only on its own token (q row, positions
+// 0..pos), never on the rest of the batch, the queries it is tiled with or the thread that
+// runs it, so attention is batch-invariant.
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
-  const int n_rows = static_cast<int>(batch.tokens.size());
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
   const int q_dim = p.n_heads * hd;
   const bool int8 = cache.dtype() == KVDType::INT8;
-  std::vector<int> row_seq(static_cast<size_t>(n_rows));
+  // hg consecutive query heads sharing a KV head, for tq consecutive tokens (the int8 cache's
+  // portable loop gains nothing from tiling tokens).
+  const int hg = group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  const int tq = int8 ? 1 : 4 / hg;
+  const int n_groups = p.n_heads / hg;
   int max_ctx = 0;
   const ForwardSeq* rec_seq = nullptr;
+  struct Tile {
+    int seq, first, count;   // rows [first, first + count) of batch.seqs[seq]
+  };
+  std::vector<Tile> tiles;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const ForwardSeq& fs = batch.seqs[s];
-    for (int i = 0; i < fs.n_tokens; ++i) row_seq[static_cast<size_t>(fs.first + i)] = static_cast<int>(s);
+    for (int i = 0; i < fs.n_tokens; i += tq) tiles.push_back({static_cast<int>(s), fs.first + i, std::min(tq, fs.n_tokens - i)});
     max_ctx = std::max(max_ctx, fs.start_pos + fs.n_tokens);
     if (fs.capture_attention && record) rec_seq = &fs;
   }
@@ -142,14 +152,11 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     record->start_pos = rec_seq->start_pos;
     record->rows.assign(static_cast<size_t>(rec_seq->n_tokens) * p.n_heads, {});
   }
-  // A task is `hg` consecutive query heads of one token that share a KV head, so that
-  // attend_heads reads each K/V row once for all of them (grouped-query attention).
-  const int hg = group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-  const int n_groups = p.n_heads / hg;
-  const int64_t n_tasks = int64_t(n_rows) * n_groups;
+  const int per_task = hg * tq;   // queries per task, at most 4
+  const int64_t n_tasks = int64_t(tiles.size()) * n_groups;
   pool_.run([&](int ith, int nth) {
     std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
-    if (sc.size() < static_cast<size_t>(hg) * max_ctx) sc.resize(static_cast<size_t>(hg) * max_ctx);
+    if (sc.size() < static_cast<size_t>(per_task) * max_ctx) sc.resize(static_cast<size_t>(per_task) * max_ctx);
     std::vector<const float*>& rows = kv_rows_[static_cast<size_t>(ith)];
     if (rows.size() < 2 * static_cast<size_t>(max_ctx)) rows.resize(2 * static_cast<size_t>(max_ctx));
     const float** krows = rows.data();
@@ -165,23 +172,24 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     const int8_t** vrows8 = krows8 + (int8 ? max_ctx : 0);
     float* kscale = scales.data();
     float* vscale = kscale + (int8 ? max_ctx : 0);
-    int rows_of = -1, rows_kvh = -1;   // the (token row, KV head) the row arrays now hold
+    int rows_seq = -1, rows_ctx = 0, rows_kvh = -1;   // the row arrays hold keys [0, rows_ctx) of this
     for (int64_t t = ith; t < n_tasks; t += nth) {
-      const int row = static_cast<int>(t / n_groups), h0 = static_cast<int>(t % n_groups) * hg;
-      const ForwardSeq& fs = batch.seqs[static_cast<size_t>(row_seq[static_cast<size_t>(row)])];
-      const int pos = fs.start_pos + (row - fs.first);
-      const int ctx = pos + 1;
+      const Tile& tile = tiles[static_cast<size_t>(t / n_groups)];
+      const int h0 = static_cast<int>(t % n_groups) * hg;
+      const ForwardSeq& fs = batch.seqs[static_cast<size_t>(tile.seq)];
+      const int pos0 = fs.start_pos + (tile.first - fs.first);
+      const int ctx_max = pos0 + tile.count;   // the tile's last token's context
       const int kvh = h0 / group;
       const int64_t kv_off = int64_t(kvh) * hd;
       const std::vector<int>& table = *fs.block_table;
-      // The K/V rows of positions 0..pos, walked block by block (no division per key). The
-      // query heads of one KV head share them, and a thread's consecutive tasks are head groups
-      // of the same token, so the arrays are rebuilt only when the token or the KV head changes
-      // (a 512-token prefill spent ~2 % of its time here, rebuilding them for every head).
-      if (row != rows_of || kvh != rows_kvh) {
-        for (int j = 0, b = 0; j < ctx; ++b) {
+      // The K/V rows of positions 0..ctx_max - 1, walked block by block (no division per key).
+      // A thread's consecutive tasks are head groups of the same tile, so the arrays are
+      // rebuilt only when the sequence, the KV head or the length changes (a 512-token
+      // prefill spent ~2 % of its time here, rebuilding them for every head).
+      if (tile.seq != rows_seq || kvh != rows_kvh || ctx_max != rows_ctx) {
+        for (int j = 0, b = 0; j < ctx_max; ++b) {
           const int64_t base = int64_t(table[static_cast<size_t>(b)]) * bs;
-          for (int i = 0; i < bs && j < ctx; ++i, ++j) {
+          for (int i = 0; i < bs && j < ctx_max; ++i, ++j) {
             const int64_t slot = base + i;
             if (int8) {
               krows8[j] = cache.k8(layer, slot) + kv_off;
@@ -194,26 +202,37 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
             }
           }
         }
-        rows_of = row;
+        rows_seq = tile.seq;
         rows_kvh = kvh;
+        rows_ctx = ctx_max;
       }
       const float* qh[4];
       float* oh[4];
       float* ph[4];
-      for (int g = 0; g < hg; ++g) {
-        qh[g] = q + int64_t(row) * q_dim + int64_t(h0 + g) * hd;
-        oh[g] = out + int64_t(row) * q_dim + int64_t(h0 + g) * hd;
-        ph[g] = sc.data() + int64_t(g) * max_ctx;
+      int ctx[4];
+      int nq = 0;
+      for (int m = 0; m < tile.count; ++m) {
+        const int row = tile.first + m;
+        for (int g = 0; g < hg; ++g, ++nq) {
+          qh[nq] = q + int64_t(row) * q_dim + int64_t(h0 + g) * hd;
+          oh[nq] = out + int64_t(row) * q_dim + int64_t(h0 + g) * hd;
+          ph[nq] = sc.data() + int64_t(nq) * max_ctx;
+          ctx[nq] = pos0 + m + 1;
+        }
       }
       if (int8) {
-        for (int g = 0; g < hg; ++g)
-          cpu::attend_head_i8(qh[g], krows8, kscale, vrows8, vscale, ctx, hd, p.scale, ph[g], oh[g]);
+        for (int i = 0; i < nq; ++i)
+          cpu::attend_head_i8(qh[i], krows8, kscale, vrows8, vscale, ctx[i], hd, p.scale, ph[i], oh[i]);
       } else {
-        cpu::attend_heads(hg, qh, krows, vrows, ctx, hd, p.scale, ph, oh);
+        cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, ph, oh);
       }
       if (rec_seq == &fs) {
-        for (int g = 0; g < hg; ++g)
-          record->rows[static_cast<size_t>(row - fs.first) * p.n_heads + h0 + g].assign(ph[g], ph[g] + ctx);
+        for (int m = 0, i = 0; m < tile.count; ++m) {
+          for (int g = 0; g < hg; ++g, ++i) {
+            record->rows[static_cast<size_t>(tile.first + m - fs.first) * p.n_heads + h0 + g].assign(ph[i],
+                                                                                                  ph[i] + ctx[i]);
+          }
+        }
       }
     }
   });
