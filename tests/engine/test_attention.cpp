@@ -50,6 +50,33 @@ Head random_head(int ctx, int hd, uint32_t seed) {
   return h;
 }
 
+// n random queries of hd floats with probs rows of probs_len and outputs, poisoned with -1.
+struct Queries {
+  std::vector<std::vector<float>> q, probs, out;
+  std::vector<const float*> qp;
+  std::vector<float*> pp, op;
+  Queries(int n, int hd, int probs_len, uint32_t seed) : q(n), probs(n), out(n), qp(n), pp(n), op(n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    for (int g = 0; g < n; ++g) {
+      q[g].resize(static_cast<size_t>(hd));
+      for (float& f : q[g]) f = nd(rng);
+      probs[g].assign(static_cast<size_t>(probs_len), -1.0f);
+      out[g].assign(static_cast<size_t>(hd), -1.0f);
+      qp[g] = q[g].data();
+      pp[g] = probs[g].data();
+      op[g] = out[g].data();
+    }
+  }
+  // Query g's probs (its first ctx) and output are bitwise attend_head's for it alone.
+  void expect_single(int g, const Head& h, int ctx, int hd, float scale) const {
+    std::vector<float> p1(static_cast<size_t>(ctx)), o1(static_cast<size_t>(hd));
+    cpu::attend_head(q[g].data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, p1.data(), o1.data());
+    EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "query " << g;
+    EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "query " << g;
+  }
+};
+
 TEST(Attention, HeadMatchesFloat64SoftmaxOfScaledDotsOnEveryLevel) {
   LevelGuard guard;
   for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
@@ -128,28 +155,10 @@ TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
           SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " ctx " +
                        std::to_string(ctx) + " heads " + std::to_string(n));
           const Head h = random_head(ctx, hd, static_cast<uint32_t>(hd * 7919 + ctx * 31 + n));
-          std::mt19937 rng(static_cast<uint32_t>(n * 101 + ctx));
-          std::normal_distribution<float> nd(0.0f, 2.0f);
-          std::vector<std::vector<float>> q(n), probs(n), out(n);
-          std::vector<const float*> qp(n);
-          std::vector<float*> pp(n), op(n);
-          for (int g = 0; g < n; ++g) {
-            q[g].resize(static_cast<size_t>(hd));
-            for (float& f : q[g]) f = nd(rng);
-            probs[g].assign(static_cast<size_t>(ctx), -1.0f);
-            out[g].assign(static_cast<size_t>(hd), -1.0f);
-            qp[g] = q[g].data();
-            pp[g] = probs[g].data();
-            op[g] = out[g].data();
-          }
+          Queries qs(n, hd, ctx, static_cast<uint32_t>(n * 101 + ctx));
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-          cpu::attend_heads(n, qp.data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, pp.data(), op.data());
-          for (int g = 0; g < n; ++g) {
-            std::vector<float> p1(static_cast<size_t>(ctx)), o1(static_cast<size_t>(hd));
-            cpu::attend_head(q[g].data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, p1.data(), o1.data());
-            EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "head " << g;
-            EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "head " << g;
-          }
+          cpu::attend_heads(n, qs.qp.data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, qs.pp.data(), qs.op.data());
+          for (int g = 0; g < n; ++g) qs.expect_single(g, h, ctx, hd, scale);
         }
       }
     }
@@ -173,30 +182,11 @@ TEST(Attention, QueriesOfDifferentLengthsAreBitwiseSingleHeadsOnEveryLevel) {
         SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " queries " +
                      std::to_string(n) + " longest " + std::to_string(cmax));
         const Head h = random_head(cmax, hd, static_cast<uint32_t>(hd * 13 + cmax * 7 + n));
-        std::mt19937 rng(static_cast<uint32_t>(n * 17 + cmax));
-        std::normal_distribution<float> nd(0.0f, 2.0f);
-        std::vector<std::vector<float>> q(n), probs(n), out(n);
-        std::vector<const float*> qp(n);
-        std::vector<float*> pp(n), op(n);
-        for (int g = 0; g < n; ++g) {
-          q[g].resize(static_cast<size_t>(hd));
-          for (float& f : q[g]) f = nd(rng);
-          probs[g].assign(static_cast<size_t>(cmax), -1.0f);
-          out[g].assign(static_cast<size_t>(hd), -1.0f);
-          qp[g] = q[g].data();
-          pp[g] = probs[g].data();
-          op[g] = out[g].data();
-        }
+        Queries qs(n, hd, cmax, static_cast<uint32_t>(n * 17 + cmax));
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        cpu::attend_queries(n, qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, pp.data(),
-                            op.data());
-        for (int g = 0; g < n; ++g) {
-          const int ctx = ctxs[static_cast<size_t>(g)];
-          std::vector<float> p1(static_cast<size_t>(ctx)), o1(static_cast<size_t>(hd));
-          cpu::attend_head(q[g].data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, p1.data(), o1.data());
-          EXPECT_EQ(0, std::memcmp(p1.data(), probs[g].data(), p1.size() * sizeof(float))) << "query " << g;
-          EXPECT_EQ(0, std::memcmp(o1.data(), out[g].data(), o1.size() * sizeof(float))) << "query " << g;
-        }
+        cpu::attend_queries(n, qs.qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, qs.pp.data(),
+                            qs.op.data());
+        for (int g = 0; g < n; ++g) qs.expect_single(g, h, ctxs[static_cast<size_t>(g)], hd, scale);
       }
     }
   }
