@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -57,5 +58,13 @@ struct HugePageAllocator {
 
 // A float buffer of the forward pass.
 using HugeFloatVector = std::vector<float, HugePageAllocator<float>>;
+
+// At least `floats` floats of v at a 64-byte aligned address (a cache line: a vector load that
+// splits two lines costs two); v only grows, so a hot path that keeps v allocates only when a
+// call is bigger than every earlier one.
+inline float* grow_aligned(HugeFloatVector& v, size_t floats) {
+  if (v.size() < floats + 16) v.resize(floats + 16);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+}
 
 }  // namespace llmwb

@@ -1,6 +1,6 @@
 // test_attention.cpp — cpu::attend_head (one head of paged attention) against direct
 // double-precision math, on every SIMD level this CPU has (AVX-512 runs its own kernel for
-// head sizes that are a multiple of 16, the others the portable loop); cpu::attend_heads
+// head sizes that are a multiple of 16, the others the portable loop); cpu::attend_queries
 // (query heads sharing K/V rows) bitwise against attend_head per head.
 #include <gtest/gtest.h>
 
@@ -157,7 +157,9 @@ TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
           const Head h = random_head(ctx, hd, static_cast<uint32_t>(hd * 7919 + ctx * 31 + n));
           Queries qs(n, hd, ctx, static_cast<uint32_t>(n * 101 + ctx));
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-          cpu::attend_heads(n, qs.qp.data(), h.krows.data(), h.vrows.data(), ctx, hd, scale, qs.pp.data(), qs.op.data());
+          const std::vector<int> ctxs(static_cast<size_t>(n), ctx);   // heads of one token: one length
+          cpu::attend_queries(n, qs.qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, qs.pp.data(),
+                              qs.op.data());
           for (int g = 0; g < n; ++g) qs.expect_single(g, h, ctx, hd, scale);
         }
       }

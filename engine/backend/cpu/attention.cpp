@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -82,12 +81,6 @@ void attend_queries(int n, const float* const* q, const int* ctx, const float* c
   }
 #endif
   for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx[g], hd, scale, probs[g], out[g]);
-}
-
-void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
-                  float scale, float* const* probs, float* const* out) {
-  const std::vector<int> ctxs(static_cast<size_t>(n > 0 ? n : 0), ctx);
-  attend_queries(n, q, ctxs.data(), krows, vrows, hd, scale, probs, out);
 }
 
 }  // namespace llmwb::cpu

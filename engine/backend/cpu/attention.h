@@ -18,19 +18,13 @@ namespace llmwb::cpu {
 void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
                  float* probs, float* out);
 
-// attend_head for n query heads that share the same K/V rows (the heads of one KV head under
-// grouped-query attention): q[g], probs[g] and out[g] are head g's. Bitwise the same as n
-// attend_head calls; the AVX-512 kernel loads each K and V vector once for up to 4 heads
-// (a 512-token prefill's attention read its K/V rows from L2 once per head).
-void attend_heads(int n, const float* const* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
-                  float scale, float* const* probs, float* const* out);
-
-// attend_heads for n queries that share their K/V rows but not their length: query m attends
-// keys [0, ctx[m]) (krows / vrows hold the longest). The queries of a prefill tile: the query
-// heads of one KV head for one or more consecutive tokens of one sequence, a later token
-// seeing more keys. Bitwise n attend_head calls; the AVX-512 kernel loads each K and V vector
-// once for up to 4 queries (without grouped heads, a 512-token prefill of llama-110m spent a
-// third of its time reading K/V rows from L2 once per token and head).
+// attend_head for n queries that share their K/V rows: query m attends keys [0, ctx[m])
+// (krows / vrows hold the longest); q[m], probs[m] and out[m] are query m's. The queries of a
+// prefill tile: the query heads of one KV head under grouped-query attention, for one or more
+// consecutive tokens of one sequence, a later token seeing more keys. Bitwise n attend_head
+// calls; the AVX-512 kernel loads each K and V vector once for up to 4 queries (one per head
+// read them from L2 once per head; without grouped heads, a 512-token prefill of llama-110m
+// spent a third of its time reading K/V rows once per token and head).
 void attend_queries(int n, const float* const* q, const int* ctx, const float* const* krows,
                     const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 

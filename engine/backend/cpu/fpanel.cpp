@@ -3,9 +3,9 @@
 #include "backend/cpu/fpanel.h"
 
 #include <algorithm>
-#include <span>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "backend/cpu/fpanel_kernels.h"
@@ -19,13 +19,9 @@ namespace {
 
 int64_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
-// Below this many multiply-adds a chunk is not worth waking another thread for (as matmul.cpp).
-constexpr int64_t kMinMacsPerChunk = 1 << 16;
-
 float* aligned_scratch(int64_t floats) {
   thread_local HugeFloatVector scratch;
-  if (scratch.size() < static_cast<size_t>(floats + 16)) scratch.resize(static_cast<size_t>(floats + 16));
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  return grow_aligned(scratch, static_cast<size_t>(floats));
 }
 
 }  // namespace
@@ -37,11 +33,7 @@ bool float_panels_enabled() {
   return !(env && std::string(env) == "0");
 }
 
-bool cpu_has_panel_kernels() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
+bool cpu_has_panel_kernels() { return best_simd_level() == SimdLevel::Avx512; }
 
 bool panel_kernels_active() { return simd_level() == SimdLevel::Avx512; }
 
@@ -50,6 +42,8 @@ int panel_gemm_min_tokens() { return fpanel::kTokenPanel; }
 FloatPanels panel_layout(const TensorView& W) {
   if (!panel_dtype(W.dtype))
     throw Error(W.name, std::string("no 16-row panel layout for ") + dtype_name(W.dtype) + " weights");
+  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
+    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
   FloatPanels p;
   p.dtype = W.dtype;
   p.rows = W.rows();
@@ -63,8 +57,6 @@ void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadP
                       int64_t q_end) {
   const int64_t K = p.cols;
   const uint64_t rb = dtype_row_bytes(W.dtype, K);
-  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(p.rows) * rb)
-    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
   if (q_end < 0) q_end = p.panels;
   // The panels are only read where AVX-512 runs; the gathering copy needs it too.
   if (!cpu_has_panel_kernels()) throw Error(W.name, "the 16-row panel layout needs AVX-512");
@@ -117,9 +109,7 @@ int64_t grain_of(const FloatPanels& W, int64_t n_tokens) {
 // x packed once per call (for every matrix of a shared-input call); the buffer only grows.
 const float* packed_x(ThreadPool& pool, const fpanel::Args& a) {
   thread_local HugeFloatVector xp_buffer;
-  const size_t xp_floats = static_cast<size_t>(fpanel::xp_floats(a.n_tokens, a.cols)) + 16;
-  if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
-  float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});
+  float* xp = grow_aligned(xp_buffer, static_cast<size_t>(fpanel::xp_floats(a.n_tokens, a.cols)));
   const int64_t n_tp = (a.n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
   pool.parallel_for(n_tp, [&](int64_t q0, int64_t q1) { fpanel::pack_x(a, q0, q1, xp); });
   return xp;

@@ -58,10 +58,11 @@ struct FloatPanels {
   uint64_t bytes() const { return static_cast<uint64_t>(panels) * panel_bytes; }
 };
 
-// The layout of W's panels (no data yet); throws llmwb::Error for a type without one.
+// The layout of W's panels (no data yet); throws llmwb::Error for a type without one, or
+// when W's data is missing or shorter than its shape.
 FloatPanels panel_layout(const TensorView& W);
 // Fills panels [q_begin, q_end) (all by default) of dst (p.bytes() zero bytes, 64-byte
-// aligned) from W's rows on `pool`, and points p at dst.
+// aligned) from W's rows on `pool`, and points p at dst. p comes from panel_layout(W).
 void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadPool& pool, int64_t q_begin = 0,
                       int64_t q_end = -1);
 // Both, into a buffer of its own.

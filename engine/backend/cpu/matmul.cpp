@@ -80,9 +80,6 @@ const kernels::KernelSet& kernel_set(SimdLevel level) {
   return kernels::scalar_kernels();
 }
 
-// Below this many multiply-adds a chunk is not worth waking another thread for.
-constexpr int64_t kMinMacsPerChunk = 1 << 16;
-
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // The gemm kernel's per-thread scratch, which only grows, so that after the first call of the
@@ -94,6 +91,8 @@ float* thread_scratch(int64_t floats) {
 }
 
 }  // namespace
+
+SimdLevel best_simd_level() { return best_level(); }
 
 SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::memory_order_relaxed)); }
 
@@ -145,9 +144,7 @@ void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tok
     // The buffer only grows, so after the first prefill of the largest size there is no
     // allocation on this path.
     thread_local HugeFloatVector xp_buffer;
-    const size_t xp_floats = static_cast<size_t>(ks.gemm_xp_floats(n_tokens, a.cols)) + 16;
-    if (xp_buffer.size() < xp_floats) xp_buffer.resize(xp_floats);
-    float* xp = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xp_buffer.data()) + 63) & ~uintptr_t{63});
+    float* xp = grow_aligned(xp_buffer, static_cast<size_t>(ks.gemm_xp_floats(n_tokens, a.cols)));
     const int64_t n_tiles = (n_tokens + ks.gemm_token_tile - 1) / ks.gemm_token_tile;
     pool.parallel_for(n_tiles, [&](int64_t p0, int64_t p1) { ks.pack_x(a, p0, p1, xp); });
     a.xp = xp;

@@ -22,8 +22,13 @@ enum class SimdLevel { Scalar, Avx2, Avx512 };
 // The best level this CPU supports (cpuid), unless lowered by set_simd_level / LLMWB_SIMD env
 // ("scalar", "avx2", "avx512").
 SimdLevel simd_level();
-void set_simd_level(SimdLevel level);   // for tests: compare every path with the scalar one
+void set_simd_level(SimdLevel level);
+// The best level this CPU supports (cpuid), whatever the current one.
+SimdLevel best_simd_level();   // for tests: compare every path with the scalar one
 const char* simd_level_name(SimdLevel level);
+
+// Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.
+constexpr int64_t kMinMacsPerChunk = 1 << 16;
 
 void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y);
 

@@ -165,9 +165,7 @@ const FloatPanels* RepackCache::panels(const TensorView& W, ThreadPool& pool) {
   std::lock_guard<std::mutex> lock(mu_);
   const Key key{W.data, W.dtype, W.rows(), W.cols()};
   if (auto it = panels_.find(key); it != panels_.end()) return it->second.get();
-  auto p = std::make_unique<FloatPanels>(panel_layout(W));
-  if (W.data == nullptr || W.nbytes < static_cast<uint64_t>(W.rows()) * dtype_row_bytes(W.dtype, W.cols()))
-    throw Error(W.name, "matmul: weight data missing or shorter than its shape");
+  auto p = std::make_unique<FloatPanels>(panel_layout(W));   // checks W's data against its shape
   // A slice of panels at a time, each slice's original rows handed back once copied: the peak
   // RSS of a load then holds one copy plus a slice, not plus a whole matrix (an F32 output
   // head of 32000 x 2048 is 0.24 GiB). The last call catches the pages at the slices' seams.
