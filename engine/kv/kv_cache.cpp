@@ -24,16 +24,16 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
       kv_dim_(n_kv_heads * head_dim),
       dtype_(dtype) {
   const size_t n = static_cast<size_t>(n_layers) * num_blocks * block_size * kv_dim_;
-  // new T[] without () leaves the memory untouched, so unused blocks cost no resident memory.
+  // Untouched memory, so unused blocks cost no resident memory.
   if (dtype_ == KVDType::F32) {
-    k_.reset(new float[n]);
-    v_.reset(new float[n]);
+    k_ = make_huge_array<float>(n);
+    v_ = make_huge_array<float>(n);
   } else {
-    k8_.reset(new int8_t[n]);
-    v8_.reset(new int8_t[n]);
+    k8_ = make_huge_array<int8_t>(n);
+    v8_ = make_huge_array<int8_t>(n);
     const size_t ns = static_cast<size_t>(n_layers) * num_blocks * block_size * n_kv_heads;
-    k_scale_.reset(new float[ns]);
-    v_scale_.reset(new float[ns]);
+    k_scale_ = make_huge_array<float>(ns);
+    v_scale_ = make_huge_array<float>(ns);
   }
 }
 

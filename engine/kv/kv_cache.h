@@ -3,7 +3,8 @@
 // Layout per layer: K[block][slot][kv_head][head_dim] and the same for V, so one block of one
 // layer is contiguous (copy-on-write copies whole blocks) and a token's K for all kv heads is
 // one contiguous run (the attention loop walks slots). Storage is allocated untouched: pages
-// become resident only as blocks are first written.
+// become resident only as blocks are first written; 2 MiB pages where the kernel allows, since
+// attention reads a head's rows a slot apart (make_huge_array).
 //
 // Elements are f32, or int8 (--kv-dtype int8, about a quarter of the memory): x = scale * q,
 // q in [-127, 127], with one f32 scale per (layer, slot, kv head) for K and one for V, i.e. a
@@ -24,6 +25,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "backend/huge_page_allocator.h"
 
 namespace llmwb {
 
@@ -79,9 +82,9 @@ class KVCache {
 
   int n_layers_, num_blocks_, block_size_, n_kv_heads_, head_dim_, kv_dim_;
   KVDType dtype_;
-  std::unique_ptr<float[]> k_, v_;
-  std::unique_ptr<int8_t[]> k8_, v8_;
-  std::unique_ptr<float[]> k_scale_, v_scale_;
+  HugeArray<float> k_, v_;   // on 2 MiB pages where THP allows (huge_page_allocator.h)
+  HugeArray<int8_t> k8_, v8_;
+  HugeArray<float> k_scale_, v_scale_;
 };
 
 }  // namespace llmwb

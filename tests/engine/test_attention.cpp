@@ -151,7 +151,7 @@ TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
     if (cpu::simd_level() != level) continue;
     for (int hd : {16, 32, 64, 96, 128}) {
       for (int ctx : {1, 2, 3, 4, 5, 7, 8, 9, 33, 130}) {
-        for (int n : {1, 2, 3, 4, 5, 8}) {
+        for (int n : {1, 2, 3, 4, 5, 8, 11, 16, 21}) {
           SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " ctx " +
                        std::to_string(ctx) + " heads " + std::to_string(n));
           const Head h = random_head(ctx, hd, static_cast<uint32_t>(hd * 7919 + ctx * 31 + n));
@@ -177,7 +177,12 @@ TEST(Attention, QueriesOfDifferentLengthsAreBitwiseSingleHeadsOnEveryLevel) {
     if (cpu::simd_level() != level) continue;
     for (int hd : {16, 32, 64, 128}) {
       for (const std::vector<int>& ctxs : std::vector<std::vector<int>>{
-               {1, 2, 3, 4}, {5, 6, 7, 8}, {37, 38, 39, 40}, {8, 9}, {130, 131, 132}, {3, 3, 4, 4}, {64, 1, 9, 2, 33}}) {
+               {1, 2, 3, 4}, {5, 6, 7, 8}, {37, 38, 39, 40}, {8, 9}, {130, 131, 132}, {3, 3, 4, 4}, {64, 1, 9, 2, 33},
+               // 16-query tiles: 16 tokens of one head; 4 heads x 4 tokens; a ragged 13; 16 + 3
+               {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+               {97, 97, 97, 97, 98, 98, 98, 98, 99, 99, 99, 99, 100, 100, 100, 100},
+               {40, 3, 17, 29, 1, 2, 64, 63, 5, 8, 33, 31, 30},
+               {20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38}}) {
         const int n = static_cast<int>(ctxs.size());
         int cmax = 0;
         for (int c : ctxs) cmax = std::max(cmax, c);
@@ -189,6 +194,11 @@ TEST(Attention, QueriesOfDifferentLengthsAreBitwiseSingleHeadsOnEveryLevel) {
         cpu::attend_queries(n, qs.qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, qs.pp.data(),
                             qs.op.data());
         for (int g = 0; g < n; ++g) qs.expect_single(g, h, ctxs[static_cast<size_t>(g)], hd, scale);
+        // Without probs (only the heatmap capture asks for them) the outputs are the same bits.
+        Queries bare(n, hd, cmax, static_cast<uint32_t>(n * 17 + cmax));
+        cpu::attend_queries(n, bare.qp.data(), ctxs.data(), h.krows.data(), h.vrows.data(), hd, scale, nullptr,
+                            bare.op.data());
+        for (int g = 0; g < n; ++g) EXPECT_EQ(qs.out[g], bare.out[g]) << "query " << g << " without probs";
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -72,15 +73,38 @@ void attend_queries(int n, const float* const* q, const int* ctx, const float* c
   int g = 0;
 #if defined(__x86_64__)
   if (simd_level() == SimdLevel::Avx512) {
-    while (g < n) {
-      const int done =
-          kernels::attend_queries_avx512(n - g, q + g, ctx + g, krows, vrows, hd, scale, probs + g, out + g);
+    while (n - g > 4) {
+      const int done = kernels::attend_queries16_avx512(n - g, q + g, ctx + g, krows, vrows, hd, scale,
+                                                        probs ? probs + g : nullptr, out + g);
       if (done == 0) break;
       g += done;
     }
   }
 #endif
-  for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx[g], hd, scale, probs[g], out[g]);
+  if (g == n) return;
+  // The kernels below keep their weights in probs: without the caller's, this thread's own.
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<float*> rows;
+  float* const* pr = probs;
+  if (!pr) {
+    int cmax = 0;
+    for (int m = g; m < n; ++m) cmax = std::max(cmax, ctx[m]);
+    scratch.resize(static_cast<size_t>(n) * cmax);
+    rows.resize(static_cast<size_t>(n));
+    for (int m = g; m < n; ++m) rows[static_cast<size_t>(m)] = scratch.data() + static_cast<size_t>(m) * cmax;
+    pr = rows.data();
+  }
+#if defined(__x86_64__)
+  if (simd_level() == SimdLevel::Avx512) {
+    while (g < n) {
+      const int done =
+          kernels::attend_queries_avx512(n - g, q + g, ctx + g, krows, vrows, hd, scale, pr + g, out + g);
+      if (done == 0) break;
+      g += done;
+    }
+  }
+#endif
+  for (; g < n; ++g) attend_head(q[g], krows, vrows, ctx[g], hd, scale, pr[g], out[g]);
 }
 
 }  // namespace llmwb::cpu

@@ -19,12 +19,14 @@ void attend_head(const float* q, const float* const* krows, const float* const* 
                  float* probs, float* out);
 
 // attend_head for n queries that share their K/V rows: query m attends keys [0, ctx[m])
-// (krows / vrows hold the longest); q[m], probs[m] and out[m] are query m's. The queries of a
+// (krows / vrows hold the longest); q[m], probs[m] and out[m] are query m's; probs may be null
+// when the caller does not need the weights (only the heatmap capture does). The queries of a
 // prefill tile: the query heads of one KV head under grouped-query attention, for one or more
 // consecutive tokens of one sequence, a later token seeing more keys. Bitwise n attend_head
-// calls; the AVX-512 kernel loads each K and V vector once for up to 4 queries (one per head
-// read them from L2 once per head; without grouped heads, a 512-token prefill of llama-110m
-// spent a third of its time reading K/V rows once per token and head).
+// calls. With AVX-512, more than 4 queries go 16 at a time through a kernel that puts the
+// queries in the SIMD lanes (each K/V element loaded once for 16 queries, no horizontal sum
+// per score; llama-110m's 512-token prefill spent a fifth of its time in attention with 4
+// queries a tile), up to 4 through one that loads each K and V vector once for them.
 void attend_queries(int n, const float* const* q, const int* ctx, const float* const* krows,
                     const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 
@@ -44,6 +46,10 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
 // takes them one by one).
 int attend_queries_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
                           const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
+// The first min(n, 16) queries with the queries in the lanes, for hd a multiple of 16; probs
+// may be null; returns how many it computed (0 when hd does not suit).
+int attend_queries16_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
+                            const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 }  // namespace kernels
 
 }  // namespace llmwb::cpu

@@ -13,6 +13,9 @@
 #endif
 #include <immintrin.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "backend/cpu/attention.h"
 #include "backend/cpu/exp_avx512.h"
 #include "backend/cpu/hsum_avx512.h"
@@ -181,6 +184,167 @@ void attend_heads_grouped(const float* const* q, const int* ctx, const float* co
   for (int c = 0; c < hd; c += 32) weighted_sum_grouped<G>(vrows, probs, ctx, c, out);
 }
 
+// ---- Up to 16 queries in the 16 lanes (prefill tiles) ----
+//
+// The kernels above put a head's 16 dimensions in the lanes and pay a horizontal reduction per
+// score; with 16 queries sharing K/V rows, the queries go in the lanes instead: Q^T (hd rows of
+// 16 queries' values) is built once per tile, each key's elements are broadcast, and a score
+// row S^T[j] holds key j's score for all 16 queries. The arithmetic per query is still
+// scores<N>'s: chain l (l < 16) sums q[c * 16 + l] * k[c * 16 + l] over c in increasing order
+// with fused multiply-adds from zero, and the 16 chains are added by _mm512_reduce_add_ps's
+// tree (distance 8, then 4, 2, 1) -- here with vector adds, the tree's pairs unchanged -- then
+// times scale. The softmax and the weighted sum follow softmax() and weighted_sum<N>() lane by
+// lane: so every query gets attend_head_avx512's bits, whatever it is tiled with.
+constexpr int kLanes = 16;
+
+// The chains l = M, M + 8, M + 4, M + 12 for J keys, added to the tree's s4[M] =
+// (chain M + chain M+8) + (chain M+4 + chain M+12).
+template <int J, int M>
+inline void score_quarter(const float* qt, const float* const* kp, int hd, __m512* s4) {
+  __m512 a[J][4];
+  for (int j = 0; j < J; ++j) a[j][0] = a[j][1] = a[j][2] = a[j][3] = _mm512_setzero_ps();
+  for (int c = 0; c < hd; c += 16) {
+    const float* qc = qt + c * kLanes;
+    const __m512 q0 = _mm512_load_ps(qc + M * kLanes), q1 = _mm512_load_ps(qc + (M + 8) * kLanes);
+    const __m512 q2 = _mm512_load_ps(qc + (M + 4) * kLanes), q3 = _mm512_load_ps(qc + (M + 12) * kLanes);
+    for (int j = 0; j < J; ++j) {
+      const float* k = kp[j] + c;
+      a[j][0] = _mm512_fmadd_ps(q0, _mm512_set1_ps(k[M]), a[j][0]);
+      a[j][1] = _mm512_fmadd_ps(q1, _mm512_set1_ps(k[M + 8]), a[j][1]);
+      a[j][2] = _mm512_fmadd_ps(q2, _mm512_set1_ps(k[M + 4]), a[j][2]);
+      a[j][3] = _mm512_fmadd_ps(q3, _mm512_set1_ps(k[M + 12]), a[j][3]);
+    }
+  }
+  for (int j = 0; j < J; ++j) s4[j] = _mm512_add_ps(_mm512_add_ps(a[j][0], a[j][1]), _mm512_add_ps(a[j][2], a[j][3]));
+}
+
+// S^T rows [j0, j0 + J): s2[0] = s4[0] + s4[2], s2[1] = s4[1] + s4[3], score = s2[0] + s2[1].
+// The K rows of one head lie a whole KV slot apart (kv_heads * hd floats, across 4 KiB pages),
+// which the hardware prefetchers do not follow: the rows kPrefetchKeys ahead are asked for
+// while these are summed (without it, the first load of each row took a fifth of the time).
+constexpr int kPrefetchKeys = 8;
+
+inline void prefetch_row(const float* row, int floats) {
+  for (int i = 0; i < floats; i += 16) _mm_prefetch(reinterpret_cast<const char*>(row + i), _MM_HINT_T0);
+}
+
+template <int J>
+inline void scores_lanes(const float* qt, const float* const* krows, int j0, int cmax, int hd, __m512 scale,
+                         float* st) {
+  const float* const* kp = krows + j0;
+  for (int j = j0 + kPrefetchKeys; j < j0 + kPrefetchKeys + J && j < cmax; ++j) prefetch_row(krows[j], hd);
+  __m512 x[J], y[J], h0[J];
+  score_quarter<J, 0>(qt, kp, hd, x);
+  score_quarter<J, 2>(qt, kp, hd, y);
+  for (int j = 0; j < J; ++j) h0[j] = _mm512_add_ps(x[j], y[j]);
+  score_quarter<J, 1>(qt, kp, hd, x);
+  score_quarter<J, 3>(qt, kp, hd, y);
+  for (int j = 0; j < J; ++j)
+    _mm512_store_ps(st + (j0 + j) * kLanes, _mm512_mul_ps(_mm512_add_ps(h0[j], _mm512_add_ps(x[j], y[j])), scale));
+}
+
+// softmax() per lane over S^T rows [0, cmax), lane i over its rows j < ctx[i]: the maximum;
+// e^(s - max) summed into 16 accumulators by j mod 16 in increasing j, reduced by the
+// distance 8/4/2/1 tree; each e times 1 / sum. Rows past a lane's length are left undefined.
+inline void softmax_lanes(float* st, int cmax, __m512i ctxv) {
+  __m512 mv = _mm512_set1_ps(-__builtin_inff());
+  for (int j = 0; j < cmax; ++j) {
+    const __mmask16 live = _mm512_cmpgt_epi32_mask(ctxv, _mm512_set1_epi32(j));
+    mv = _mm512_mask_max_ps(mv, live, mv, _mm512_load_ps(st + j * kLanes));
+  }
+  __m512 sv[kLanes];
+  for (int m = 0; m < kLanes; ++m) sv[m] = _mm512_setzero_ps();
+  for (int j0 = 0; j0 < cmax; j0 += kLanes) {
+#pragma GCC unroll 16
+    for (int m = 0; m < kLanes; ++m) {
+      const int j = j0 + m;
+      if (j >= cmax) break;
+      const __mmask16 live = _mm512_cmpgt_epi32_mask(ctxv, _mm512_set1_epi32(j));
+      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(st + j * kLanes), mv));
+      _mm512_store_ps(st + j * kLanes, e);
+      sv[m] = _mm512_mask_add_ps(sv[m], live, sv[m], e);
+    }
+  }
+  for (int m = 0; m < 8; ++m) sv[m] = _mm512_add_ps(sv[m], sv[m + 8]);
+  for (int m = 0; m < 4; ++m) sv[m] = _mm512_add_ps(sv[m], sv[m + 4]);
+  for (int m = 0; m < 2; ++m) sv[m] = _mm512_add_ps(sv[m], sv[m + 2]);
+  const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(sv[0], sv[1]));
+  for (int j = 0; j < cmax; ++j) _mm512_store_ps(st + j * kLanes, _mm512_mul_ps(_mm512_load_ps(st + j * kLanes), inv));
+}
+
+// weighted_sum() for the G queries g0.. of the tile (query g's weight of key j at
+// pt[j * 16 + g]), columns [c0, c0 + 16 NV): even keys into e, odd into o, each in increasing
+// key order (pairs every query has first, then the longer queries' keys one at a time), e + o.
+template <int G, int NV, bool kPrefetch>
+inline void wsum_lanes(const float* const* vrows, const float* pt, const int* ctx, int c0, float* const* out) {
+  int cmin = ctx[0], cmax = ctx[0];
+  for (int g = 1; g < G; ++g) {
+    cmin = ctx[g] < cmin ? ctx[g] : cmin;
+    cmax = ctx[g] > cmax ? ctx[g] : cmax;
+  }
+  __m512 e[G][NV], o[G][NV];
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < NV; ++v) e[g][v] = o[g][v] = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + 2 <= cmin; j += 2) {
+    if constexpr (kPrefetch) {   // the first group's pass brings the V columns in (see scores_lanes)
+      if (j + kPrefetchKeys + 1 < cmin) {
+        for (int v = 0; v < NV; ++v) {
+          _mm_prefetch(reinterpret_cast<const char*>(vrows[j + kPrefetchKeys] + c0 + 16 * v), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(vrows[j + kPrefetchKeys + 1] + c0 + 16 * v), _MM_HINT_T0);
+        }
+      }
+    }
+    __m512 ve[NV], vo[NV];
+    for (int v = 0; v < NV; ++v) {
+      ve[v] = _mm512_loadu_ps(vrows[j] + c0 + 16 * v);
+      vo[v] = _mm512_loadu_ps(vrows[j + 1] + c0 + 16 * v);
+    }
+    const float* pe = pt + j * kLanes;
+    for (int g = 0; g < G; ++g) {
+      const __m512 we = _mm512_set1_ps(pe[g]), wo = _mm512_set1_ps(pe[kLanes + g]);
+      for (int v = 0; v < NV; ++v) {
+        e[g][v] = _mm512_fmadd_ps(we, ve[v], e[g][v]);
+        o[g][v] = _mm512_fmadd_ps(wo, vo[v], o[g][v]);
+      }
+    }
+  }
+  for (; j < cmax; ++j) {
+    __m512 vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = _mm512_loadu_ps(vrows[j] + c0 + 16 * v);
+    for (int g = 0; g < G; ++g) {
+      if (j >= ctx[g]) continue;
+      const __m512 w = _mm512_set1_ps(pt[j * kLanes + g]);
+      for (int v = 0; v < NV; ++v) {
+        if (j & 1) o[g][v] = _mm512_fmadd_ps(w, vv[v], o[g][v]);
+        else e[g][v] = _mm512_fmadd_ps(w, vv[v], e[g][v]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out[g] + c0 + 16 * v, _mm512_add_ps(e[g][v], o[g][v]));
+}
+
+template <int NV>
+inline void wsum_tile(int n, const float* const* vrows, const float* pt, const int* ctx, int c0, float* const* out) {
+  int g = 0;
+  if (n >= 6) {
+    wsum_lanes<6, NV, true>(vrows, pt, ctx, c0, out);
+    g = 6;
+  }
+  for (; g + 6 <= n; g += 6) wsum_lanes<6, NV, false>(vrows, pt + g, ctx + g, c0, out + g);
+  for (; g + 4 <= n; g += 4) wsum_lanes<4, NV, false>(vrows, pt + g, ctx + g, c0, out + g);
+  for (; g + 2 <= n; g += 2) wsum_lanes<2, NV, false>(vrows, pt + g, ctx + g, c0, out + g);
+  for (; g < n; ++g) wsum_lanes<1, NV, false>(vrows, pt + g, ctx + g, c0, out + g);
+}
+
+// Grow-only 64-byte aligned scratch of this thread (Q^T and S^T of a tile).
+float* lane_scratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats + 16) buf.resize(floats + 16);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+}
+
 }  // namespace
 
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
@@ -204,6 +368,38 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
     case 1: weighted_sum<1>(vrows, probs, ctx, c, out); break;
     default: break;
   }
+}
+
+int attend_queries16_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
+                            const float* const* vrows, int hd, float scale, float* const* probs, float* const* out) {
+  if (hd % 16 != 0 || n <= 0) return 0;
+  if (n > kLanes) n = kLanes;
+  int ctx16[kLanes] = {};
+  int cmax = 0;
+  for (int i = 0; i < n; ++i) {
+    ctx16[i] = ctx[i];
+    cmax = ctx[i] > cmax ? ctx[i] : cmax;
+  }
+  float* qt = lane_scratch(static_cast<size_t>(hd + cmax) * kLanes);
+  float* st = qt + static_cast<size_t>(hd) * kLanes;
+  for (int d = 0; d < hd; ++d) {
+    float* row = qt + d * kLanes;
+    for (int i = 0; i < kLanes; ++i) row[i] = i < n ? q[i][d] : 0.0f;
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+  int j = 0;
+  for (int jj = 0; jj < kPrefetchKeys && jj < cmax; ++jj) prefetch_row(krows[jj], hd);
+  for (; j + 4 <= cmax; j += 4) scores_lanes<4>(qt, krows, j, cmax, hd, sc, st);
+  for (; j < cmax; ++j) scores_lanes<1>(qt, krows, j, cmax, hd, sc, st);
+  softmax_lanes(st, cmax, _mm512_loadu_si512(ctx16));
+  int c = 0;
+  for (; c + 32 <= hd; c += 32) wsum_tile<2>(n, vrows, st, ctx16, c, out);
+  if (c < hd) wsum_tile<1>(n, vrows, st, ctx16, c, out);
+  if (probs) {
+    for (int i = 0; i < n; ++i)
+      for (int jj = 0; jj < ctx16[i]; ++jj) probs[i][jj] = st[jj * kLanes + i];
+  }
+  return n;
 }
 
 int attend_queries_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,

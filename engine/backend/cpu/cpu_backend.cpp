@@ -116,7 +116,7 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 
 // Paged attention on the CPU: one task per tile of queries that share their K/V rows: up to 4
 // query heads of one KV head (grouped-query attention) for as many consecutive tokens of one
-// sequence as make 4 queries (4 tokens without grouping, 2 with pairs, 1 with groups of 4 or
+// sequence as make 16 queries (16 tokens without grouping, 8 with pairs, 4 with groups of 4 or
 // more heads), so that cpu::attend_queries reads each K/V row once for all of them. Each reads
 // K and V of positions 0..pos through its sequence's block table, so the cache never needs to
 // be contiguous. Tasks are dealt round-robin so that the long rows of a causal prefill spread
@@ -124,6 +124,10 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // or cpu::attend_head_i8 over an int8 cache) depends only on its own token (q row, positions
 // 0..pos), never on the rest of the batch, the queries it is tiled with or the thread that
 // runs it, so attention is batch-invariant.
+namespace {
+constexpr int kMaxTileQueries = 16;   // queries in one attention task (cpu::attend_queries' lanes)
+}  // namespace
+
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
@@ -132,7 +136,7 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   // hg consecutive query heads sharing a KV head, for tq consecutive tokens (the int8 cache's
   // portable loop gains nothing from tiling tokens).
   const int hg = group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-  const int tq = int8 ? 1 : 4 / hg;
+  const int tq = int8 ? 1 : kMaxTileQueries / hg;
   const int n_groups = p.n_heads / hg;
   int max_ctx = 0;
   const ForwardSeq* rec_seq = nullptr;
@@ -152,7 +156,7 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     record->start_pos = rec_seq->start_pos;
     record->rows.assign(static_cast<size_t>(rec_seq->n_tokens) * p.n_heads, {});
   }
-  const int per_task = hg * tq;   // queries per task, at most 4
+  const int per_task = hg * tq;   // queries per task, at most kMaxTileQueries
   const int64_t n_tasks = int64_t(tiles.size()) * n_groups;
   pool_.run([&](int ith, int nth) {
     std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
@@ -206,10 +210,10 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
         rows_kvh = kvh;
         rows_ctx = ctx_max;
       }
-      const float* qh[4];
-      float* oh[4];
-      float* ph[4];
-      int ctx[4];
+      const float* qh[kMaxTileQueries];
+      float* oh[kMaxTileQueries];
+      float* ph[kMaxTileQueries];
+      int ctx[kMaxTileQueries];
       int nq = 0;
       for (int m = 0; m < tile.count; ++m) {
         const int row = tile.first + m;
@@ -224,7 +228,8 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
         for (int i = 0; i < nq; ++i)
           cpu::attend_head_i8(qh[i], krows8, kscale, vrows8, vscale, ctx[i], hd, p.scale, ph[i], oh[i]);
       } else {
-        cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, ph, oh);
+        // The weights are written out only for the sequence whose heatmap is captured.
+        cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, rec_seq == &fs ? ph : nullptr, oh);
       }
       if (rec_seq == &fs) {
         for (int m = 0, i = 0; m < tile.count; ++m) {
