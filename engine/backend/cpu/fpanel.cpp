@@ -3,10 +3,12 @@
 #include "backend/cpu/fpanel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/fpanel_kernels.h"
 #include "backend/cpu/matmul.h"
@@ -102,9 +104,10 @@ fpanel::Args args_of(const FloatPanels& W, const float* x, int64_t n_tokens, flo
   return a;
 }
 
-int64_t grain_of(const FloatPanels& W, int64_t n_tokens) {
-  return std::max<int64_t>(1, kMinMacsPerChunk / std::max<int64_t>(1, kPanelRows * W.cols * n_tokens));
+int64_t grain_of_panels(int64_t cols, int64_t n_tokens) {
+  return std::max<int64_t>(1, kMinMacsPerChunk / std::max<int64_t>(1, kPanelRows * cols * n_tokens));
 }
+int64_t grain_of(const FloatPanels& W, int64_t n_tokens) { return grain_of_panels(W.cols, n_tokens); }
 
 // x packed once per call (for every matrix of a shared-input call); the buffer only grows.
 const float* packed_x(ThreadPool& pool, const fpanel::Args& a) {
@@ -115,12 +118,43 @@ const float* packed_x(ThreadPool& pool, const fpanel::Args& a) {
   return xp;
 }
 
-void run_gemm(ThreadPool& pool, const fpanel::Args& a, int64_t grain) {
-  const int64_t scratch_floats = fpanel::gemm_scratch_floats(a.cols);
-  // Whole panel pairs per thread where the split allows (the 2-panel tile).
-  pool.parallel_for(
-      a.panels, [&](int64_t p0, int64_t p1) { fpanel::gemm(a, p0, p1, aligned_scratch(scratch_floats)); },
-      std::max<int64_t>(2, (grain + 1) / 2 * 2));
+constexpr size_t kMaxSharedInput = 4;   // matrices sharing x in one parallel region
+
+// Smallest panel range a thread takes at a time (two 2-panel tiles).
+constexpr int64_t kRangePanels = 4;
+
+// The GEMMs of one call (Q, K and V, or gate and up, share x) as one parallel region: panel
+// ranges of every matrix handed out on demand from an atomic counter. A static split gave each
+// thread half of each matrix, so a thread the host descheduled for a while (vCPU steal on a
+// shared machine) held the other at every matrix's barrier. Each range is whole panel pairs
+// (the 2-panel tile) and at least the grain's work; outputs are independent of how the rows are
+// split, so results are too.
+void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as) {
+  struct Range {
+    size_t m;
+    int64_t p0, p1;
+  };
+  thread_local std::vector<Range> ranges;
+  ranges.clear();
+  int64_t scratch_floats = 0;
+  for (size_t m = 0; m < as.size(); ++m) {
+    const fpanel::Args& a = as[m];
+    const int64_t grain = grain_of_panels(a.cols, a.n_tokens);
+    const int64_t step = std::max<int64_t>(kRangePanels, (grain + 1) / 2 * 2);
+    for (int64_t p0 = 0; p0 < a.panels; p0 += step) ranges.push_back({m, p0, std::min(a.panels, p0 + step)});
+    scratch_floats = std::max(scratch_floats, fpanel::gemm_scratch_floats(a.cols));
+  }
+  std::atomic<size_t> next{0};
+  const std::vector<Range>& rs = ranges;   // the caller's list (thread_local: the workers have their own)
+  auto work = [&](int, int) {
+    float* scratch = aligned_scratch(scratch_floats);
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < rs.size();
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      fpanel::gemm(as[rs[i].m], rs[i].p0, rs[i].p1, scratch);
+    }
+  };
+  if (rs.size() <= 1 || pool.size() <= 1) work(0, 1);
+  else pool.run(work);
 }
 
 }  // namespace
@@ -145,12 +179,18 @@ void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const 
     return;
   }
   const float* xp = packed_x(pool, args_of(*outs[0].W, x, n_tokens, nullptr));
+  fpanel::Args as[kMaxSharedInput];
+  size_t n = 0;
   for (const PanelOut& o : outs) {
     if (o.W->rows == 0) continue;
-    fpanel::Args a = args_of(*o.W, x, n_tokens, o.y);
-    a.xp = xp;
-    run_gemm(pool, a, grain_of(*o.W, n_tokens));
+    if (n == kMaxSharedInput) {   // more matrices than one region takes: run what is gathered
+      run_gemms(pool, std::span<const fpanel::Args>(as, n));
+      n = 0;
+    }
+    as[n] = args_of(*o.W, x, n_tokens, o.y);
+    as[n++].xp = xp;
   }
+  if (n > 0) run_gemms(pool, std::span<const fpanel::Args>(as, n));
 }
 
 }  // namespace llmwb::cpu
