@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -119,8 +120,8 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // sequence as make 16 queries (16 tokens without grouping, 8 with pairs, 4 with groups of 4 or
 // more heads), so that cpu::attend_queries reads each K/V row once for all of them. Each reads
 // K and V of positions 0..pos through its sequence's block table, so the cache never needs to
-// be contiguous. Tasks are dealt round-robin so that the long rows of a causal prefill spread
-// over threads. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per query,
+// be contiguous. Tasks are handed out on demand (an atomic counter, last tiles first), so that the
+// long rows of a causal prefill spread over threads and a descheduled thread holds no share. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per query,
 // or cpu::attend_head_i8 over an int8 cache) depends only on its own token (q row, positions
 // 0..pos), never on the rest of the batch, the queries it is tiled with or the thread that
 // runs it, so attention is batch-invariant.
@@ -158,7 +159,8 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   }
   const int per_task = hg * tq;   // queries per task, at most kMaxTileQueries
   const int64_t n_tasks = int64_t(tiles.size()) * n_groups;
-  pool_.run([&](int ith, int nth) {
+  std::atomic<int64_t> next_task{0};
+  pool_.run([&](int ith, int) {
     std::vector<float>& sc = scores_[static_cast<size_t>(ith)];
     if (sc.size() < static_cast<size_t>(per_task) * max_ctx) sc.resize(static_cast<size_t>(per_task) * max_ctx);
     std::vector<const float*>& rows = kv_rows_[static_cast<size_t>(ith)];
@@ -177,9 +179,12 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     float* kscale = scales.data();
     float* vscale = kscale + (int8 ? max_ctx : 0);
     int rows_seq = -1, rows_ctx = 0, rows_kvh = -1;   // the row arrays hold keys [0, rows_ctx) of this
-    for (int64_t t = ith; t < n_tasks; t += nth) {
-      const Tile& tile = tiles[static_cast<size_t>(t / n_groups)];
-      const int h0 = static_cast<int>(t % n_groups) * hg;
+    for (int64_t t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
+         t = next_task.fetch_add(1, std::memory_order_relaxed)) {
+      // Last tiles first: in a causal prefill they are the longest, so the short ones even out the end.
+      const int64_t u = n_tasks - 1 - t;
+      const Tile& tile = tiles[static_cast<size_t>(u / n_groups)];
+      const int h0 = static_cast<int>(u % n_groups) * hg;
       const ForwardSeq& fs = batch.seqs[static_cast<size_t>(tile.seq)];
       const int pos0 = fs.start_pos + (tile.first - fs.first);
       const int ctx_max = pos0 + tile.count;   // the tile's last token's context
