@@ -5,8 +5,9 @@
 //   used      ref > 0 (held by one or more block tables; may also be hashed),
 //   cached    ref == 0 and hashed: sits in the evictable LRU list, still findable by hash,
 //   free      ref == 0 and unhashed: sits in the free list.
-// Allocation takes the free list first and only then evicts the least recently released
-// cached block, so cached prefixes survive as long as memory allows.
+// Allocation takes the free list first (the most recently freed block first) and only then
+// evicts the least recently released cached block, so cached prefixes survive as long as
+// memory allows.
 #include "kv/block_manager.h"
 
 #include <algorithm>
@@ -131,7 +132,10 @@ struct BlockManager::Impl {
       blk.lru_pos = lru.insert(lru.end(), b);
       blk.in_lru = true;
     } else {
-      free_list.push_back(b);
+      // Reused first (a stack): its pages are resident and warm, and blocks never written stay
+      // untouched, so resident KV memory follows the peak use rather than cycling through the
+      // whole pool (first touches cost page faults in the middle of a step).
+      free_list.push_front(b);
     }
   }
 
