@@ -204,16 +204,22 @@ void BenchMode::next_generation() {
     // yet): the charts and text mid-stream.
     const double per_generation = done_ > 0 ? engine_seconds_ / done_ : warmup_seconds_;
     const int after_ms = std::max(1, int(400.0 * per_generation));
-    QTimer::singleShot(after_ms, this, [this] {
-      ui::MainWindow& w = bench_.window();
-      const bool streaming = w.completion_view()->is_generating();
-      // PNG whatever the name ends with (the help says PNG; save() would guess from the suffix).
-      if (!w.grab().save(options_.screenshot, "PNG"))
-        return fail("--bench-screenshot: cannot write " + options_.screenshot);
-      if (!streaming)
-        QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
-    });
+    QTimer::singleShot(after_ms, this, [this] { take_screenshot(); });
   }
+}
+
+bool BenchMode::take_screenshot() {
+  if (shot_taken_) return true;
+  shot_taken_ = true;
+  ui::MainWindow& w = bench_.window();
+  // PNG whatever the name ends with (the help says PNG; save() would guess from the suffix).
+  if (!w.grab().save(options_.screenshot, "PNG")) {
+    fail("--bench-screenshot: cannot write " + options_.screenshot);
+    return false;
+  }
+  if (!w.completion_view()->is_generating())
+    QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
+  return true;
 }
 
 void BenchMode::on_finished(int tokens, double total_time, bool error) {
@@ -231,6 +237,9 @@ void BenchMode::on_finished(int tokens, double total_time, bool error) {
 }
 
 void BenchMode::report() {
+  // A generation faster than the one that timed the screenshot ends before its timer fires:
+  // the window as it is then, rather than no file (the timer dies with the application).
+  if (!options_.screenshot.isEmpty() && !take_screenshot()) return;
   const double gui_cpu = this_thread_cpu_seconds() - gui_cpu_start_;
   ui::MainWindow& w = bench_.window();
   QJsonObject j = result_json("gui", options_, w.settings().engine_config(options_.model, {}).threads, tokens_,

@@ -74,6 +74,7 @@ class BenchMode : public QObject {
   void on_model_ready();
   void next_generation();
   void on_finished(int tokens, double total_time, bool error);
+  bool take_screenshot();   // once; false (after fail()) when the file cannot be written
   void report();
   void fail(const QString& why);
   bool eventFilter(QObject* watched, QEvent* event) override;
@@ -94,6 +95,7 @@ class BenchMode : public QObject {
   BenchOptions options_;
   int done_ = -1;  // generations finished; -1 while the warm-up runs
   bool measuring_ = false;
+  bool shot_taken_ = false;
   long tokens_ = 0;
   double engine_seconds_ = 0.0;
   double warmup_seconds_ = 0.0;  // the warm-up generation's engine time (times a 1-generation screenshot)
