@@ -3,6 +3,7 @@
 // eviction of cached blocks and telemetry.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -101,6 +102,29 @@ TEST(BlockManager, AllocatesBlocksOnDemandAndAccountsAfterEveryOperation) {
   bm.release(a);
   EXPECT_TRUE(a.block_table.empty());
   expect_counts(bm, {}, 0, 0, 8);
+}
+
+// Freed blocks are reused before blocks never written (their pages are resident and warm; a
+// pool cycled through in order faults fresh pages into every step until all of it is touched).
+TEST(BlockManager, ReusesFreedBlocksBeforeUntouchedOnes) {
+  BlockManager bm(64, kBlock, false);
+  Sequence a = make_seq(1, run_of(48, 100));
+  compute_all(bm, a);
+  const std::set<int> first(a.block_table.begin(), a.block_table.end());
+  ASSERT_EQ(first.size(), 3u);
+  for (int round = 0; round < 4; ++round) {
+    bm.release(a);
+    a = make_seq(2 + round, run_of(48, 1000 * (round + 1)));
+    compute_all(bm, a);
+    EXPECT_EQ(std::set<int>(a.block_table.begin(), a.block_table.end()), first) << "round " << round;
+  }
+  // A longer sequence takes the freed blocks and then untouched ones.
+  bm.release(a);
+  Sequence b = make_seq(9, run_of(80, 5000));
+  compute_all(bm, b);
+  ASSERT_EQ(b.block_table.size(), 5u);
+  for (int blk : first) EXPECT_EQ(std::count(b.block_table.begin(), b.block_table.end(), blk), 1) << blk;
+  expect_counts(bm, {&b}, 5, 0, 59);
 }
 
 TEST(BlockManager, AppendFailsAndChangesNothingWhenBlocksRunOut) {
