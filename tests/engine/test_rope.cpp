@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 
 using namespace llmwb;
 
@@ -64,6 +66,48 @@ TEST(Rope, GgufFrequencyFactorsDivideEachPair) {
   RopeParams rp = RopeParams::from(c);
   for (int i = 0; i < 4; ++i)
     EXPECT_NEAR(rp.inv_freq[size_t(i)], std::pow(10000.0, -2.0 * i / 8) / c.rope_freq_factors[size_t(i)], 1e-15);
+}
+
+
+// CpuBackend::rope against the rotation written out (cos / sin of the double angle, rounded to
+// float, the pair rotated in float), bitwise: rows at positions in any order and repeated, a
+// later call past every position seen (the backend's table grows), other frequencies (the
+// table is rebuilt), both layouts, and enough rows to be split over the threads.
+TEST(Rope, BackendRotatesEveryRowAsTheFormulaOnAnyPositionsAndFrequencies) {
+  CpuBackend be(2);
+  for (float theta : {10000.f, 500000.f, 10000.f}) {
+    for (RopeLayout layout : {RopeLayout::Interleaved, RopeLayout::RotateHalf}) {
+      ModelConfig c = base(64, theta);
+      c.rope_layout = layout;
+      const RopeParams rp = RopeParams::from(c);
+      for (const std::vector<int>& positions :
+           {std::vector<int>{5, 0, 5, 3}, std::vector<int>{900, 17, 2, 899}, std::vector<int>(300, 0)}) {
+        std::vector<int> pos = positions;
+        if (pos.size() == 300)
+          for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int>((i * 37) % 1200);
+        const int n_rows = static_cast<int>(pos.size()), n_heads = 3, hd = 64, half = 32;
+        std::vector<float> x(static_cast<size_t>(n_rows) * n_heads * hd);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.f;
+        std::vector<float> want = x;
+        for (int r = 0; r < n_rows; ++r) {
+          for (int h = 0; h < n_heads; ++h) {
+            float* v = want.data() + (size_t(r) * n_heads + h) * hd;
+            for (int i = 0; i < half; ++i) {
+              const double a = pos[size_t(r)] * rp.inv_freq[size_t(i)];
+              const float cs = static_cast<float>(std::cos(a)), sn = static_cast<float>(std::sin(a));
+              float& x0 = layout == RopeLayout::Interleaved ? v[2 * i] : v[i];
+              float& x1 = layout == RopeLayout::Interleaved ? v[2 * i + 1] : v[i + half];
+              const float a0 = x0, a1 = x1;
+              x0 = a0 * cs - a1 * sn;
+              x1 = a0 * sn + a1 * cs;
+            }
+          }
+        }
+        be.rope(x.data(), n_rows, n_heads, pos.data(), rp);
+        EXPECT_EQ(x, want) << "theta " << theta << " rows " << n_rows;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "llmwb/errors.h"
 
 namespace llmwb {
 
@@ -75,32 +77,68 @@ void CpuBackend::matmul_shared_input(const float* x, int n_rows, std::span<const
   else Backend::matmul_shared_input(x, n_rows, outs);
 }
 
+const float* CpuBackend::rope_table(const RopeParams& rp, int max_pos) {
+  const int half = rp.head_dim / 2;
+  if (rope_freq_ != rp.inv_freq) {
+    rope_freq_ = rp.inv_freq;
+    rope_table_.clear();
+    rope_positions_ = 0;
+  }
+  if (max_pos >= rope_positions_) {
+    const int from = rope_positions_, to = max_pos + 1;
+    rope_table_.resize(static_cast<size_t>(to) * 2 * half);
+    pool_.parallel_for(
+        to - from,
+        [&](int64_t b, int64_t e) {
+          for (int64_t p = from + b; p < from + e; ++p) {
+            float* row = rope_table_.data() + p * 2 * half;
+            for (int i = 0; i < half; ++i) {
+              const double a = static_cast<double>(p) * rp.inv_freq[static_cast<size_t>(i)];
+              row[i] = static_cast<float>(std::cos(a));
+              row[half + i] = static_cast<float>(std::sin(a));
+            }
+          }
+        },
+        64);
+    rope_positions_ = to;
+  }
+  return rope_table_.data();
+}
+
 void CpuBackend::rope(float* x, int n_rows, int n_heads, const int* positions, const RopeParams& rp) {
   const int hd = rp.head_dim, half = hd / 2;
-  std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+  if (n_rows <= 0) return;
+  int max_pos = 0;
   for (int r = 0; r < n_rows; ++r) {
-    for (int i = 0; i < half; ++i) {
-      const double a = positions[r] * rp.inv_freq[static_cast<size_t>(i)];
-      cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(a));
-      sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
-    }
-    for (int h = 0; h < n_heads; ++h) {
-      float* v = x + (int64_t(r) * n_heads + h) * hd;
-      if (rp.layout == RopeLayout::Interleaved) {
-        for (int i = 0; i < half; ++i) {
-          const float x0 = v[2 * i], x1 = v[2 * i + 1];
-          v[2 * i] = x0 * cs[i] - x1 * sn[i];
-          v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-        }
-      } else {
-        for (int i = 0; i < half; ++i) {
-          const float x0 = v[i], x1 = v[i + half];
-          v[i] = x0 * cs[i] - x1 * sn[i];
-          v[i + half] = x0 * sn[i] + x1 * cs[i];
+    if (positions[r] < 0) throw Error("rope", "negative position " + std::to_string(positions[r]));
+    max_pos = std::max(max_pos, positions[r]);
+  }
+  const float* table = rope_table(rp, max_pos);
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* cs = table + static_cast<size_t>(positions[r]) * 2 * half;
+      const float* sn = cs + half;
+      for (int h = 0; h < n_heads; ++h) {
+        float* v = x + (r * n_heads + h) * hd;
+        if (rp.layout == RopeLayout::Interleaved) {
+          for (int i = 0; i < half; ++i) {
+            const float x0 = v[2 * i], x1 = v[2 * i + 1];
+            v[2 * i] = x0 * cs[i] - x1 * sn[i];
+            v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+          }
+        } else {
+          for (int i = 0; i < half; ++i) {
+            const float x0 = v[i], x1 = v[i + half];
+            v[i] = x0 * cs[i] - x1 * sn[i];
+            v[i + half] = x0 * sn[i] + x1 * cs[i];
+          }
         }
       }
     }
-  }
+  };
+  // Rows are independent (each its own position), so splitting them changes no result.
+  if (int64_t(n_rows) * n_heads * hd < (1 << 15)) rows(0, n_rows);
+  else pool_.parallel_for(n_rows, rows, 16);
 }
 
 void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) {
@@ -196,18 +234,26 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
       // rebuilt only when the sequence, the KV head or the length changes (a 512-token
       // prefill spent ~2 % of its time here, rebuilding them for every head).
       if (tile.seq != rows_seq || kvh != rows_kvh || ctx_max != rows_ctx) {
+        // A block's rows of one layer are consecutive (kv_dim apart): its first slot's address
+        // once, then steps.
+        const int64_t kv_dim = cache.kv_dim();
         for (int j = 0, b = 0; j < ctx_max; ++b) {
           const int64_t base = int64_t(table[static_cast<size_t>(b)]) * bs;
-          for (int i = 0; i < bs && j < ctx_max; ++i, ++j) {
-            const int64_t slot = base + i;
-            if (int8) {
+          const int n = std::min(bs, ctx_max - j);
+          if (int8) {
+            for (int i = 0; i < n; ++i, ++j) {
+              const int64_t slot = base + i;
               krows8[j] = cache.k8(layer, slot) + kv_off;
               vrows8[j] = cache.v8(layer, slot) + kv_off;
               kscale[j] = cache.k_scale(layer, slot, kvh);
               vscale[j] = cache.v_scale(layer, slot, kvh);
-            } else {
-              krows[j] = cache.k(layer, slot) + kv_off;
-              vrows[j] = cache.v(layer, slot) + kv_off;
+            }
+          } else {
+            const float* kb = cache.k(layer, base) + kv_off;
+            const float* vb = cache.v(layer, base) + kv_off;
+            for (int i = 0; i < n; ++i, ++j) {
+              krows[j] = kb + i * kv_dim;
+              vrows[j] = vb + i * kv_dim;
             }
           }
         }
