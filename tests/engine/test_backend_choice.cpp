@@ -2,7 +2,12 @@
 // and otherwise fails at load with an llmwb::Error that says why; anything else is rejected.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "backend/device_model.h"
+#if defined(LLMWB_HAVE_CUDA)
+#include "backend/cuda/cublas_loader.h"
+#endif
 #include "llmwb/backends.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
@@ -68,3 +73,19 @@ TEST(BackendChoice, ListBackendsNamesCpuFirstAndCudaWithItsReason) {
 }
 
 }  // namespace
+
+#if defined(LLMWB_HAVE_CUDA)
+// cuBLAS is not linked (every process would map and relocate it): the CUDA backend opens it on
+// first use. Opening needs no GPU, only the toolkit this build was made with.
+TEST(BackendChoice, CublasOpensOnFirstUseWithEveryEntryPoint) {
+  const cuda::CublasApi& api = cuda::cublas();
+  EXPECT_NE(api.create, nullptr);
+  EXPECT_NE(api.destroy, nullptr);
+  EXPECT_NE(api.set_stream, nullptr);
+  EXPECT_NE(api.set_workspace, nullptr);
+  EXPECT_NE(api.sgemm, nullptr);
+  EXPECT_NE(api.gemm_ex, nullptr);
+  EXPECT_STREQ(api.status_name(CUBLAS_STATUS_NOT_INITIALIZED), "CUBLAS_STATUS_NOT_INITIALIZED");
+  EXPECT_NE(std::string(api.status_string(CUBLAS_STATUS_NOT_INITIALIZED)), "");
+}
+#endif

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_check.h"
 
+#include "backend/cuda/cublas_loader.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::cuda {
@@ -9,7 +10,7 @@ void throw_cuda(cudaError_t e, const char* call) {
 }
 
 void throw_cublas(cublasStatus_t e, const char* call) {
-  throw Error("cublas", std::string(call) + ": " + cublasGetStatusName(e) + " (" + cublasGetStatusString(e) + ")");
+  throw Error("cublas", std::string(call) + ": " + cublas().status_name(e) + " (" + cublas().status_string(e) + ")");
 }
 
 }  // namespace llmwb::cuda

@@ -5,10 +5,10 @@
 namespace llmwb::cuda {
 
 CudaMatmul::CudaMatmul(cudaStream_t stream) : stream_(stream) {
-  LLMWB_CUDA(cublasSetStream(cublas_.get(), stream_));
+  LLMWB_CUDA(cublas().set_stream(cublas_.get(), stream_));
   // A workspace of our own: cuBLAS then allocates nothing inside a graph capture.
   workspace_.grow(size_t(32) << 20);
-  LLMWB_CUDA(cublasSetWorkspace(cublas_.get(), workspace_.as(), workspace_.bytes()));
+  LLMWB_CUDA(cublas().set_workspace(cublas_.get(), workspace_.as(), workspace_.bytes()));
 }
 
 void CudaMatmul::reserve(int n, int64_t w1, int64_t w2, int64_t w3, int64_t w4, int64_t max_elems) {
@@ -52,7 +52,7 @@ void CudaMatmul::run_gemm(const DeviceMatrix& W, const float* x, int n, float* y
   // Row-major y (n x M) = x (n x K) W^T, i.e. column-major y^T (M x n) = op_T(W seen as the
   // column-major K x M matrix) times x^T (column-major K x n).
   if (W.type == WType::F32) {
-    LLMWB_CUDA(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, static_cast<const float*>(W.data),
+    LLMWB_CUDA(cublas().sgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, static_cast<const float*>(W.data),
                            K, x, K, &beta, y, M));
     return;
   }
@@ -66,7 +66,7 @@ void CudaMatmul::run_gemm(const DeviceMatrix& W, const float* x, int n, float* y
   }
   half_x_.grow(size_t(n) * size_t(K) * 2);
   LLMWB_CUDA(f32_to_half(x, half_x_.as(), int64_t(n) * K, bf16, stream_));
-  LLMWB_CUDA(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, A, dt, K, half_x_.as(), dt, K,
+  LLMWB_CUDA(cublas().gemm_ex(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &alpha, A, dt, K, half_x_.as(), dt, K,
                           &beta, y, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 
 namespace llmwb::cuda {
@@ -114,8 +115,8 @@ class Event {
 
 class CublasHandle {
  public:
-  CublasHandle() { LLMWB_CUDA(cublasCreate(&h_)); }
-  ~CublasHandle() { (void)cublasDestroy(h_); }
+  CublasHandle() { LLMWB_CUDA(cublas().create(&h_)); }
+  ~CublasHandle() { (void)cublas().destroy(h_); }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
   cublasHandle_t get() const { return h_; }

@@ -91,10 +91,10 @@ std::vector<BenchFigure> run_gpu_bench(bool quick) {
     fill_random(af.as<float>(), size_t(n) * n, 3);
     LLMWB_CUDA(f32_to_half(af.as<float>(), b.as(), int64_t(n) * n, true, s));
     CublasHandle h;
-    LLMWB_CUDA(cublasSetStream(h.get(), s));
+    LLMWB_CUDA(cublas().set_stream(h.get(), s));
     const float alpha = 1, beta = 0;
     const double ms = time_ms(s, reps, [&] {
-      LLMWB_CUDA(cublasGemmEx(h.get(), CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.as(), CUDA_R_16BF, n, b.as(),
+      LLMWB_CUDA(cublas().gemm_ex(h.get(), CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.as(), CUDA_R_16BF, n, b.as(),
                               CUDA_R_16BF, n, &beta, c.as(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     });
     out.push_back({"gemm_bf16", 2.0 * double(n) * n * n / (ms * 1e-3) / 1e12, "TFLOP/s", ms,
