@@ -169,6 +169,26 @@ TEST(FloatPanels, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
 
 // The backend multiplies float weights over panels it builds once (prepare or first use), and
 // LLMWB_FLOAT_PANELS=0 keeps them in place.
+// The embedding lookup of a tied head reads its panel copy (the mapped rows were handed back):
+// every row, padding lane or not, gives the file's values; an embedding without panels is read
+// in place and gets none built.
+TEST(FloatPanels, EmbeddingRowsFromThePanelsAreTheFilesValues) {
+  if (!cpu::cpu_has_panel_kernels()) GTEST_SKIP() << "no AVX-512 here: no panels are built";
+  for (DType dt : kFloatTypes) {
+    const Weights w(dt, 37, 45, 5);
+    const std::vector<int> tokens = {0, 36, 17, 15, 16, 36, 1};
+    std::vector<float> plain(tokens.size() * 45), via_panels(plain.size(), -1.0f);
+    CpuBackend be(2);
+    be.embed(w.view, tokens.data(), static_cast<int>(tokens.size()), plain.data());
+    EXPECT_EQ(be.repacked().size(), 0u) << "a lookup builds no panels";
+    be.prepare(w.view);   // as the engine does for a tied output head
+    be.embed(w.view, tokens.data(), static_cast<int>(tokens.size()), via_panels.data());
+    for (size_t i = 0; i < tokens.size(); ++i)
+      for (int64_t k = 0; k < 45; ++k) ASSERT_EQ(plain[i * 45 + size_t(k)], w.at(tokens[i], k)) << dtype_name(dt);
+    EXPECT_EQ(via_panels, plain) << dtype_name(dt);
+  }
+}
+
 TEST(FloatPanels, CpuBackendUsesPanelsUnlessTurnedOff) {
   SKIP_WITHOUT_PANELS();
   const int64_t N = 48, K = 100, T = 20;

@@ -69,6 +69,9 @@ void pack_panels_into(const TensorView& W, FloatPanels& p, uint8_t* dst, ThreadP
 FloatPanels pack_panels(const TensorView& W, ThreadPool& pool);
 // Element (r, k) read back from the panels, as a float (tests: the round trip).
 float panel_element(const FloatPanels& p, int64_t r, int64_t k);
+// Row r (cols floats) read back from the panels: the embedding lookup of a head tied to the
+// embedding, whose mapped rows were handed back once packed (the same values as the file's).
+void panel_row(const FloatPanels& p, int64_t r, float* out);
 
 // y[t][o] = sum_k W[o][k] x[t][k] over the panels (AVX-512 only: panel_kernels_active()).
 // x is [n_tokens][cols], y is [n_tokens][rows].

@@ -185,6 +185,12 @@ const FloatPanels* RepackCache::panels(const TensorView& W, ThreadPool& pool) {
   return out;
 }
 
+const FloatPanels* RepackCache::find_panels(const TensorView& W) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = panels_.find(Key{W.data, W.dtype, W.rows(), W.cols()});
+  return it == panels_.end() ? nullptr : it->second.get();
+}
+
 uint8_t* RepackCache::allocate(uint64_t n) {
   n = (n + 63) / 64 * 64;
   if (chunks_.empty() || chunk_used_ + n > chunks_.back().size()) {

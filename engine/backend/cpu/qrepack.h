@@ -85,6 +85,8 @@ class RepackCache {
   const PackedQ4* get(const TensorView& W, ThreadPool& pool);
   // The 16-row panels of W (built now if new), or nullptr when W is not F32 / F16 / BF16.
   const FloatPanels* panels(const TensorView& W, ThreadPool& pool);
+  // The panels of W if they were built, else nullptr (never builds).
+  const FloatPanels* find_panels(const TensorView& W) const;
   uint64_t bytes() const;
   size_t size() const;
   static constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
