@@ -27,6 +27,7 @@
 #include "backend/cpu/fma_peak.h"
 #include "backend/cpu/matmul.h"
 #include "command.h"
+#include "llmwb/stats.h"
 #include "engine_flags.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
@@ -59,21 +60,6 @@ double flops_per_token(const ModelInfo& m, const TestResult& r) {
   return r.n_gen > 1 ? sum / (r.n_gen - 1) : forward_flops(m, 0, 1, 1).total();
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double stddev_of(const std::vector<double>& v) {
-  if (v.size() < 2) return 0.0;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(v.size() - 1));
-}
 
 std::vector<int> random_prompt(int n, int vocab, std::mt19937_64& rng) {
   // Ids 0..2 are <unk>, <s>, </s> in Llama vocabularies: ordinary text never contains them.
@@ -193,8 +179,8 @@ int run_bench(const std::vector<std::string>& argv) {
         const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, samples, rng);
         if (i > 0) r.samples_ts.push_back(ts);
       }
-      r.median = median_of(r.samples_ts);
-      r.stddev = stddev_of(r.samples_ts);
+      r.median = median(r.samples_ts);
+      r.stddev = stddev(r.samples_ts);
     } catch (const Error& e) {
       r.error = e.what();
       while (engine.has_unfinished()) engine.step();

@@ -27,6 +27,7 @@
 #include "backend/cpu/qrepack.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
+#include "llmwb/stats.h"
 #include "llmwb/errors.h"
 #include "model/tensor.h"
 
@@ -165,12 +166,6 @@ std::vector<std::string> split_commas(const std::string& s) {
     }
   }
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // matmul() on one weight shape. For decode (one token) the weights rotate over enough copies

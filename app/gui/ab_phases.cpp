@@ -1,18 +1,13 @@
 #include "ab_phases.h"
 
+#include "llmwb/stats.h"
+
 #include <algorithm>
 #include <map>
 
 namespace llmwb::gui {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One phase's steps: raw totals, and the time the quiet reference predicts for them
 // (expected) against the time they took (actual), over the steps whose bucket has a reference.
