@@ -217,6 +217,20 @@ TEST(FloatPanels, CpuBackendUsesPanelsUnlessTurnedOff) {
   EXPECT_EQ(via_backend, in_place);
 }
 
+// A value other than 0 or 1 says so on stderr (naming the variable and the value) and keeps
+// the default, as LLMWB_SIMD does.
+TEST(FloatPanels, AnUnknownSwitchValueIsReportedAndTheDefaultKept) {
+  ::setenv("LLMWB_FLOAT_PANELS", "off", 1);
+  testing::internal::CaptureStderr();
+  const bool on = cpu::float_panels_enabled();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ::setenv("LLMWB_FLOAT_PANELS", "1", 1);
+  EXPECT_TRUE(cpu::float_panels_enabled());
+  ::unsetenv("LLMWB_FLOAT_PANELS");
+  EXPECT_TRUE(on);
+  EXPECT_NE(err.find("LLMWB_FLOAT_PANELS: 'off'"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace llmwb
 

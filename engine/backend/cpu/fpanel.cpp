@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <span>
@@ -32,7 +33,10 @@ bool panel_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DT
 
 bool float_panels_enabled() {
   const char* env = std::getenv("LLMWB_FLOAT_PANELS");
-  return !(env && std::string(env) == "0");
+  if (!env || !*env || std::string(env) == "1") return true;
+  if (std::string(env) == "0") return false;
+  std::fprintf(stderr, "LLMWB_FLOAT_PANELS: '%s' is not 0 or 1; the 16-row panels stay on\n", env);
+  return true;
 }
 
 bool cpu_has_panel_kernels() { return best_simd_level() == SimdLevel::Avx512; }
