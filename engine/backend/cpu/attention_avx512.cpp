@@ -13,12 +13,10 @@
 #endif
 #include <immintrin.h>
 
-#include <cstdint>
-#include <vector>
-
 #include "backend/cpu/attention.h"
 #include "backend/cpu/exp_avx512.h"
 #include "backend/cpu/hsum_avx512.h"
+#include "backend/huge_page_allocator.h"
 
 namespace llmwb::cpu::kernels {
 
@@ -340,9 +338,8 @@ inline void wsum_tile(int n, const float* const* vrows, const float* pt, const i
 
 // Grow-only 64-byte aligned scratch of this thread (Q^T and S^T of a tile).
 float* lane_scratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats + 16) buf.resize(floats + 16);
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  thread_local HugeFloatVector buf;
+  return grow_aligned(buf, floats);
 }
 
 }  // namespace

@@ -93,17 +93,7 @@ float panel_element(const FloatPanels& p, int64_t r, int64_t k) {
 }
 
 void panel_row(const FloatPanels& p, int64_t r, float* out) {
-  const uint8_t* e = p.data + (r / kPanelRows) * p.panel_bytes;
-  const int64_t lane = r % kPanelRows;
-  if (p.dtype == DType::F32) {
-    for (int64_t k = 0; k < p.cols; ++k) std::memcpy(out + k, e + (k * kPanelRows + lane) * 4, 4);
-    return;
-  }
-  for (int64_t k = 0; k < p.cols; ++k) {
-    uint16_t h;
-    std::memcpy(&h, e + (k * kPanelRows + lane) * 2, 2);
-    out[k] = p.dtype == DType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
-  }
+  for (int64_t k = 0; k < p.cols; ++k) out[k] = panel_element(p, r, k);
 }
 
 namespace {
