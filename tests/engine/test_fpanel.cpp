@@ -266,5 +266,29 @@ TEST(FloatPanels, SharedInputMatricesGiveWhatEachGivesAlone) {
   }
 }
 
+// More matrices than one parallel region takes (kMaxSharedInput = 4): the second region reuses
+// the x the first one packed.
+TEST(FloatPanels, FiveSharedInputMatricesGiveWhatEachGivesAlone) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool pool(2);
+  const int64_t K = 70, T = 29;
+  std::vector<Weights> ws;
+  ws.reserve(5);
+  std::vector<cpu::FloatPanels> ps;
+  for (int i = 0; i < 5; ++i) ws.emplace_back(i % 2 ? DType::F16 : DType::F32, 16 * (i + 1) + i, K, 10 + i);
+  for (const Weights& w : ws) ps.push_back(cpu::pack_panels(w.view, pool));
+  const std::vector<float> x = random_x(T * K, 6);
+  std::vector<std::vector<float>> ys;
+  std::vector<cpu::PanelOut> outs;
+  for (const cpu::FloatPanels& p : ps) ys.emplace_back(static_cast<size_t>(T * p.rows), -1.0f);
+  for (size_t i = 0; i < ps.size(); ++i) outs.push_back({&ps[i], ys[i].data()});
+  cpu::panel_matmul_multi(pool, outs, x.data(), T);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::vector<float> alone(ys[i].size());
+    cpu::panel_matmul(pool, ps[i], x.data(), T, alone.data());
+    EXPECT_EQ(ys[i], alone) << "matrix " << i;
+  }
+}
+
 }  // namespace
 }  // namespace llmwb

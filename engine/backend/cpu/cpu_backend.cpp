@@ -37,7 +37,12 @@ void CpuBackend::embed(const TensorView& table, const int* tokens, int n_rows, f
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) {
-  for (int r = 0; r < n_rows; ++r) cpu::rmsnorm(out + int64_t(r) * dim, x + int64_t(r) * dim, w, dim, eps);
+  auto body = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) cpu::rmsnorm(out + r * dim, x + r * dim, w, dim, eps);
+  };
+  // Prompt rows in parallel (each row's sum is one thread's, in order: the same result).
+  if (int64_t(n_rows) * dim < (1 << 15)) body(0, n_rows);
+  else pool_.parallel_for(n_rows, body, std::max<int64_t>(1, 4096 / std::max(dim, 1)));
 }
 
 bool CpuBackend::use_panels(const TensorView& W) const {
@@ -307,6 +312,10 @@ void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
   else pool_.parallel_for(n, body, 4096);
 }
 
-void CpuBackend::add(float* y, const float* x, int64_t n) { cpu::add_inplace(y, x, n); }
+void CpuBackend::add(float* y, const float* x, int64_t n) {
+  auto body = [&](int64_t b, int64_t e) { cpu::add_inplace(y + b, x + b, e - b); };
+  if (n < (1 << 15)) body(0, n);
+  else pool_.parallel_for(n, body, 4096);
+}
 
 }  // namespace llmwb

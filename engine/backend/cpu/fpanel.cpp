@@ -117,27 +117,34 @@ int64_t grain_of_panels(int64_t cols, int64_t n_tokens) {
 }
 int64_t grain_of(const FloatPanels& W, int64_t n_tokens) { return grain_of_panels(W.cols, n_tokens); }
 
-// x packed once per call (for every matrix of a shared-input call); the buffer only grows.
-const float* packed_x(ThreadPool& pool, const fpanel::Args& a) {
+// The x buffer of a call (packed once for every matrix of a shared-input call); only grows.
+float* packed_x_buffer(const fpanel::Args& a) {
   thread_local HugeFloatVector xp_buffer;
-  float* xp = grow_aligned(xp_buffer, static_cast<size_t>(fpanel::xp_floats(a.n_tokens, a.cols)));
-  const int64_t n_tp = (a.n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
-  pool.parallel_for(n_tp, [&](int64_t q0, int64_t q1) { fpanel::pack_x(a, q0, q1, xp); });
-  return xp;
+  return grow_aligned(xp_buffer, static_cast<size_t>(fpanel::xp_floats(a.n_tokens, a.cols)));
 }
 
 constexpr size_t kMaxSharedInput = 4;   // matrices sharing x in one parallel region
 
-// Smallest panel range a thread takes at a time (two 2-panel tiles).
-constexpr int64_t kRangePanels = 4;
+// Smallest panel range a thread takes at a time (two 2-panel tiles), and the ranges at the end
+// of a region: one tile wide, so that the thread which finishes first waits at most one tile.
+constexpr int64_t kRangePanels = 8;
+constexpr int64_t kTailPanels = 2;
 
-// The GEMMs of one call (Q, K and V, or gate and up, share x) as one parallel region: panel
-// ranges of every matrix handed out on demand from an atomic counter. A static split gave each
-// thread half of each matrix, so a thread the host descheduled for a while (vCPU steal on a
-// shared machine) held the other at every matrix's barrier. Each range is whole panel pairs
-// (the 2-panel tile) and at least the grain's work; outputs are independent of how the rows are
-// split, so results are too.
-void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as) {
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// The GEMMs of one call (Q, K and V, or gate and up, share x) as one parallel region: first x
+// is packed, token panel by token panel, by whichever thread takes the next one; then panel
+// ranges of every matrix are handed out on demand from an atomic counter, the last few one
+// tile wide. A static split gave each thread half of each matrix, so a thread the host
+// descheduled for a while (vCPU steal on a shared machine) held the other at every matrix's
+// barrier; packing x in a region of its own cost a second start and barrier per call. Each
+// range is whole panel pairs (the 2-panel tile) and at least the grain's work; outputs are
+// independent of how rows are split, so results are too.
+void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as, const fpanel::Args& pack, float* xp) {
   struct Range {
     size_t m;
     int64_t p0, p1;
@@ -152,16 +159,36 @@ void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as) {
     for (int64_t p0 = 0; p0 < a.panels; p0 += step) ranges.push_back({m, p0, std::min(a.panels, p0 + step)});
     scratch_floats = std::max(scratch_floats, fpanel::gemm_scratch_floats(a.cols));
   }
+  // The tail: the last ranges (one per thread) split into tile-wide ones, in the same order.
+  const size_t tail = std::min(ranges.size(), static_cast<size_t>(pool.size()));
+  if (pool.size() > 1 && tail > 0) {
+    thread_local std::vector<Range> split;
+    split.clear();
+    for (size_t i = ranges.size() - tail; i < ranges.size(); ++i)
+      for (int64_t p0 = ranges[i].p0; p0 < ranges[i].p1; p0 += kTailPanels)
+        split.push_back({ranges[i].m, p0, std::min(ranges[i].p1, p0 + kTailPanels)});
+    ranges.resize(ranges.size() - tail);
+    ranges.insert(ranges.end(), split.begin(), split.end());
+  }
+  const int64_t n_tp = (pack.n_tokens + fpanel::kTokenPanel - 1) / fpanel::kTokenPanel;
+  std::atomic<int64_t> next_pack{0}, packed{0};
   std::atomic<size_t> next{0};
   const std::vector<Range>& rs = ranges;   // the caller's list (thread_local: the workers have their own)
   auto work = [&](int, int) {
+    for (int64_t q = next_pack.fetch_add(1, std::memory_order_relaxed); q < n_tp;
+         q = next_pack.fetch_add(1, std::memory_order_relaxed)) {
+      fpanel::pack_x(pack, q, q + 1, xp);
+      packed.fetch_add(1, std::memory_order_release);
+    }
+    // Every token panel is taken; wait for the ones still being packed by other threads.
+    while (packed.load(std::memory_order_acquire) < n_tp) spin_pause();
     float* scratch = aligned_scratch(scratch_floats);
     for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < rs.size();
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       fpanel::gemm(as[rs[i].m], rs[i].p0, rs[i].p1, scratch);
     }
   };
-  if (rs.size() <= 1 || pool.size() <= 1) work(0, 1);
+  if (pool.size() <= 1) work(0, 1);
   else pool.run(work);
 }
 
@@ -186,19 +213,25 @@ void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const 
     }
     return;
   }
-  const float* xp = packed_x(pool, args_of(*outs[0].W, x, n_tokens, nullptr));
+  const fpanel::Args pack = args_of(*outs[0].W, x, n_tokens, nullptr);
+  float* xp = packed_x_buffer(pack);
   fpanel::Args as[kMaxSharedInput];
   size_t n = 0;
+  bool packed = false;   // the first region packs x; later ones (over kMaxSharedInput) reuse it
+  auto flush = [&] {
+    fpanel::Args no_pack = pack;
+    no_pack.n_tokens = 0;
+    run_gemms(pool, std::span<const fpanel::Args>(as, n), packed ? no_pack : pack, xp);
+    packed = true;
+    n = 0;
+  };
   for (const PanelOut& o : outs) {
     if (o.W->rows == 0) continue;
-    if (n == kMaxSharedInput) {   // more matrices than one region takes: run what is gathered
-      run_gemms(pool, std::span<const fpanel::Args>(as, n));
-      n = 0;
-    }
+    if (n == kMaxSharedInput) flush();   // more matrices than one region takes: run what is gathered
     as[n] = args_of(*o.W, x, n_tokens, o.y);
     as[n++].xp = xp;
   }
-  if (n > 0) run_gemms(pool, std::span<const fpanel::Args>(as, n));
+  if (n > 0) flush();
 }
 
 }  // namespace llmwb::cpu
