@@ -196,6 +196,7 @@ int run_bench(const std::vector<std::string>& argv) {
       nlohmann::json j = {{"model", model},
                           {"model_path", cfg.model},
                           {"model_size", info.weight_bytes},
+                          {"decode_weight_bytes", decode_weight_bytes(info)},
                           {"model_n_params", info.n_params},
                           {"backend", backend},
                           {"n_threads", threads},

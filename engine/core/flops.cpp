@@ -20,4 +20,15 @@ ForwardFlops forward_flops(const ModelInfo& m, int64_t cached, int64_t new_token
   return f;
 }
 
+uint64_t decode_weight_bytes(const ModelInfo& m) {
+  if (m.tensors.empty()) return m.weight_bytes;
+  uint64_t bytes = 0;
+  for (const TensorInfo& t : m.tensors) {
+    const bool embedding = t.name == "token_embd.weight";
+    if (!embedding || m.tied_embeddings || t.shape.empty() || t.shape[0] <= 0) bytes += t.nbytes;
+    else bytes += t.nbytes / static_cast<uint64_t>(t.shape[0]);   // one row
+  }
+  return bytes;
+}
+
 }  // namespace llmwb

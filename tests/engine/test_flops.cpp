@@ -64,5 +64,22 @@ TEST(Flops, NothingToDo) {
   EXPECT_EQ(forward_flops(shape(64, 172, 3, 8, 8, 100), 10, 0, 1).total(), 0.0);
 }
 
+// Decode reads every weight once but the embedding, of which it looks one row up, unless the
+// embedding is also the head.
+TEST(Flops, DecodeReadsEveryWeightButTheEmbeddingsOtherRows) {
+  ModelInfo m = shape(64, 172, 1, 8, 8, 100);
+  m.tensors = {{"token_embd.weight", "F16", {100, 64}, 100 * 64 * 2},
+               {"blk.0.attn_q.weight", "F32", {64, 64}, 64 * 64 * 4},
+               {"output_norm.weight", "F32", {64}, 64 * 4},
+               {"output.weight", "Q8_0", {100, 64}, 100 * 68}};
+  m.weight_bytes = 100 * 64 * 2 + 64 * 64 * 4 + 64 * 4 + 100 * 68;
+  EXPECT_EQ(decode_weight_bytes(m), 64u * 2 + 64 * 64 * 4 + 64 * 4 + 100 * 68);
+  m.tied_embeddings = true;
+  m.tensors.pop_back();
+  EXPECT_EQ(decode_weight_bytes(m), 100u * 64 * 2 + 64 * 64 * 4 + 64 * 4);
+  m.tensors.clear();
+  EXPECT_EQ(decode_weight_bytes(m), m.weight_bytes);
+}
+
 }  // namespace
 }  // namespace llmwb

@@ -33,4 +33,10 @@ struct ForwardFlops {
 // Prefill of a P-token prompt: (0, P, 1). One decode step at context c: (c, 1, 1).
 ForwardFlops forward_flops(const ModelInfo& m, int64_t cached, int64_t new_tokens, int64_t logit_rows = 1);
 
+// Bytes of weights one decode step reads: every tensor but the token embedding, of which one
+// row is looked up (a head tied to the embedding reads all of it, as the head). The
+// bandwidth-bound limit of generation is bandwidth / this. Without a tensor list (m.tensors
+// empty): m.weight_bytes.
+uint64_t decode_weight_bytes(const ModelInfo& m);
+
 }  // namespace llmwb
