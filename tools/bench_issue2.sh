@@ -4,7 +4,9 @@
 # machine's memory bandwidth (roofline); JSON per test under OUTDIR, and a summary table.
 #   tools/bench_issue2.sh [CLI] [OUTDIR]     env: ROUNDS (3), MODELS (dir, models-local),
 #                                            PP_REPS (5), TG_REPS (3)
-# Run as root for chrt (keeps the rest of the VM off the two vCPUs while a test runs).
+# Runs at nice -10 where allowed (root), not SCHED_FIFO: a real-time bench that keeps both
+# vCPUs busy hits the kernel's RT throttling (sched_rt_runtime_us 950000 of every 1000000),
+# which stops it for 50 ms each second: one repetition in ten of a 100 ms pp128 read ~30 % slow.
 set -euo pipefail
 CLI=${1:-build/app/llmwb-cli}
 OUT=${2:-bench-issue2}
@@ -12,17 +14,17 @@ ROUNDS=${ROUNDS:-3}
 MODELS=${MODELS:-models-local}
 PP_REPS=${PP_REPS:-5}
 TG_REPS=${TG_REPS:-3}
-RT=()
-if command -v chrt >/dev/null && chrt -f 50 true 2>/dev/null; then RT=(chrt -f 50); fi
+PRIO=()
+if nice -n -10 true 2>/dev/null; then PRIO=(nice -n -10); fi
 mkdir -p "$OUT"
 for r in $(seq "$ROUNDS"); do
   for m in llama-110m-f32 tinyllama-1.1b-f32 tinyllama-1.1b-f16; do
     f="$MODELS/$m.gguf"
     [ -f "$f" ] || { echo "missing $f (llmwb-cli make-model, see docs/BENCHMARKS.md)" >&2; exit 1; }
-    "${RT[@]}" "$CLI" bench --model "$f" -p 128,512 -n 0 -r "$PP_REPS" --threads 2 --peak --json > "$OUT/r$r-$m-pp.json"
-    "${RT[@]}" "$CLI" bench --model "$f" -p 0 -n 128 -r "$TG_REPS" --threads 2 --json > "$OUT/r$r-$m-tg.json"
+    "${PRIO[@]}" "$CLI" bench --model "$f" -p 128,512 -n 0 -r "$PP_REPS" --threads 2 --peak --json > "$OUT/r$r-$m-pp.json"
+    "${PRIO[@]}" "$CLI" bench --model "$f" -p 0 -n 128 -r "$TG_REPS" --threads 2 --json > "$OUT/r$r-$m-tg.json"
   done
-  "${RT[@]}" "$CLI" roofline --threads 2 --json > "$OUT/r$r-roofline.json"
+  "${PRIO[@]}" "$CLI" roofline --threads 2 --json > "$OUT/r$r-roofline.json"
   echo "round $r done" >&2
 done
 python3 - "$OUT" <<'PY'
