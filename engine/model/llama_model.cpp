@@ -34,8 +34,25 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     for (int i = 0; i < s.n_tokens; ++i) positions_[static_cast<size_t>(s.first + i)] = s.start_pos + i;
 
   be_.embed(w_.tok_embeddings, batch.tokens.data(), n, x);
+  // The last layer's K and V go into the cache for every token, but past that only the rows
+  // that get logits matter: their queries, attention, output projection and FFN are all that
+  // is computed there (as llama.cpp does), from rows gathered into a batch of their own. Every
+  // row is computed alone, bitwise, whatever rows it is batched with, so the logits are the
+  // same. Not when that layer's attention is being recorded (the heatmap wants every query).
+  const int last_layer = c.n_layers - 1;
+  const bool trim = batch.num_logit_rows < n && !(record != nullptr && record_layer == last_layer);
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
+    if (l == last_layer && trim) {
+      be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
+      const MatmulOut kv[] = {{&L.wk, k}, {&L.wv, v}};
+      be_.matmul_shared_input(xb, n, kv);
+      be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
+      be_.store_kv(cache, l, batch, k, v);
+      if (batch.num_logit_rows == 0) return;
+      forward_logit_rows(batch, cache, L, logits);
+      return;
+    }
     // Attention block.
     be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
     const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
@@ -69,6 +86,62 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   float* normed = fit(xb_, int64_t(batch.num_logit_rows) * dim);
   be_.rmsnorm(last, w_.final_norm.data(), batch.num_logit_rows, c.dim, c.norm_eps, normed);
   be_.matmul(w_.output, normed, batch.num_logit_rows, logits);
+}
+
+void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L,
+                                    float* logits) {
+  const ModelConfig& c = config_;
+  const int m = batch.num_logit_rows;
+  const int64_t dim = c.dim, q_dim = int64_t(c.n_heads) * c.head_dim;
+  auto fit = [](auto& v, int64_t size) {
+    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
+    return v.data();
+  };
+  // The rows that get logits, gathered in logits order: a batch of their own whose sequences
+  // start where their first such row is (same block tables: K/V of every row are stored).
+  tail_.seqs.clear();
+  tail_.tokens.assign(static_cast<size_t>(m), 0);
+  tail_.num_logit_rows = m;
+  tail_positions_.assign(static_cast<size_t>(m), 0);
+  float* xr = fit(tail_x_, int64_t(m) * dim);
+  float* xn = fit(tail_xb_, int64_t(m) * dim);
+  const float* xb = xb_.data();   // this layer's normed input, every row
+  for (const ForwardSeq& s : batch.seqs) {
+    if (s.logits_row < 0) continue;
+    const int from = s.all_logits ? 0 : s.n_tokens - 1;
+    ForwardSeq t = s;
+    t.first = s.logits_row;
+    t.n_tokens = s.n_tokens - from;
+    t.start_pos = s.start_pos + from;
+    t.capture_attention = false;
+    t.logits_row = s.logits_row;
+    tail_.seqs.push_back(t);
+    for (int i = 0; i < t.n_tokens; ++i) {
+      const int64_t src = s.first + from + i, dst = t.first + i;
+      std::copy(x_.data() + src * dim, x_.data() + (src + 1) * dim, xr + dst * dim);
+      std::copy(xb + src * dim, xb + (src + 1) * dim, xn + dst * dim);
+      tail_.tokens[static_cast<size_t>(dst)] = batch.tokens[static_cast<size_t>(src)];
+      tail_positions_[static_cast<size_t>(dst)] = t.start_pos + i;
+    }
+  }
+  float* q = fit(tail_q_, int64_t(m) * q_dim);
+  float* att = fit(tail_att_, int64_t(m) * q_dim);
+  float* hb = fit(tail_hb_, int64_t(m) * c.hidden_dim);
+  float* hb2 = fit(tail_hb2_, int64_t(m) * c.hidden_dim);
+  const int l = c.n_layers - 1;
+  be_.matmul(L.wq, xn, m, q);
+  be_.rope(q, m, c.n_heads, tail_positions_.data(), rope_);
+  be_.attention(cache, l, tail_, q, attn_, att, nullptr);
+  be_.matmul(L.wo, att, m, xn);
+  be_.add(xr, xn, m * dim);
+  be_.rmsnorm(xr, L.ffn_norm.data(), m, c.dim, c.norm_eps, xn);
+  const MatmulOut gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
+  be_.matmul_shared_input(xn, m, gate_up);
+  be_.silu_mul(hb, hb2, int64_t(m) * c.hidden_dim);
+  be_.matmul(L.w2, hb, m, xn);
+  be_.add(xr, xn, m * dim);
+  be_.rmsnorm(xr, w_.final_norm.data(), m, c.dim, c.norm_eps, xn);
+  be_.matmul(w_.output, xn, m, logits);
 }
 
 }  // namespace llmwb

@@ -25,6 +25,7 @@ class LlamaModel {
   // Computes K/V for every token of `batch` into `cache` and writes batch.num_logit_rows rows of
   // vocab_size logits (one per sequence with logits_row >= 0). When `record` is given, the
   // attention weights of layer `record_layer` for the sequence marked capture_attention go there.
+  // The last layer computes past its K/V only the rows that get logits (forward_logit_rows).
   void forward(const ForwardBatch& batch, KVCache& cache, float* logits, int record_layer = -1,
                AttentionRecord* record = nullptr);
 
@@ -39,6 +40,11 @@ class LlamaModel {
   HugeFloatVector x_, xb_, q_, k_, v_, att_, hb_, hb2_;
   std::vector<float> last_;
   std::vector<int> positions_;
+  // The last layer past K/V, over the rows that get logits only: gathered rows, their batch.
+  void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L, float* logits);
+  ForwardBatch tail_;
+  std::vector<int> tail_positions_;
+  HugeFloatVector tail_x_, tail_xb_, tail_q_, tail_att_, tail_hb_, tail_hb2_;
 };
 
 }  // namespace llmwb

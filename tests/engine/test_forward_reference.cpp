@@ -146,3 +146,75 @@ TEST(ForwardReference, Stories260KAllFormatsMatchFloat64Reference) {
 }
 
 }  // namespace
+
+namespace {
+
+// The last layer computes past its K/V only the rows that get logits. Against the same batch
+// run with every row computed (recording the last layer's attention turns the trimming off):
+// the same logits bitwise and the same K/V, for a chunk without logits, one asking for every
+// row's logits and one for its last row only, mixed in one batch.
+TEST(ForwardReference, LastLayerComputesOnlyLogitRowsWithTheSameResults) {
+  ModelMakerOptions o;
+  o.config.name = "trim";
+  o.config.dim = 96;
+  o.config.hidden_dim = 160;
+  o.config.n_layers = 3;
+  o.config.n_heads = 6;
+  o.config.n_kv_heads = 2;
+  o.config.head_dim = 16;
+  o.config.vocab_size = 300;
+  o.config.max_seq_len = 64;
+  o.dtype = DType::F32;
+  o.format = "gguf";
+  o.seed = 99;
+  o.out = test::scratch_dir("fwdref_trim") + "/model.gguf";
+  make_model(o);
+  auto file = load_model_file(o.out);
+  const ModelConfig& c = file->config;
+  const int bs = 4;
+  const std::vector<int> tokens = random_tokens(30, c.vocab_size, 11);
+  const std::vector<int> table_a{0, 1, 2}, table_b{3, 4, 5, 6}, table_c{7, 8, 9};
+  ForwardBatch batch;
+  auto add = [&](const std::vector<int>* table, int from, int count, int logits, bool all) {
+    ForwardSeq s;
+    s.first = static_cast<int>(batch.tokens.size());
+    s.n_tokens = count;
+    s.start_pos = 0;
+    s.block_table = table;
+    s.all_logits = all;
+    if (logits) {
+      s.logits_row = batch.num_logit_rows;
+      batch.num_logit_rows += logits;
+    }
+    batch.tokens.insert(batch.tokens.end(), tokens.begin() + from, tokens.begin() + from + count);
+    batch.seqs.push_back(s);
+  };
+  add(&table_a, 0, 9, 0, false);     // a prefill chunk: no logits
+  add(&table_b, 5, 13, 13, true);    // every row's logits
+  add(&table_c, 12, 10, 1, false);   // the last row's
+  std::vector<float> got[2];
+  std::vector<float> k_after[2], v_after[2];
+  for (int trimmed = 0; trimmed < 2; ++trimmed) {
+    CpuBackend be(2);
+    LlamaModel model(c, LlamaWeights::bind(*file), be);
+    KVCache kv(c.n_layers, 10, bs, c.n_kv_heads, c.head_dim);
+    AttentionRecord record;
+    got[trimmed].assign(static_cast<size_t>(batch.num_logit_rows) * c.vocab_size, 0.f);
+    if (trimmed) model.forward(batch, kv, got[trimmed].data());
+    else model.forward(batch, kv, got[trimmed].data(), c.n_layers - 1, &record);
+    std::vector<float> kk(static_cast<size_t>(kv.kv_dim())), vv(kk.size());
+    for (int l = 0; l < c.n_layers; ++l)
+      for (const ForwardSeq& s : batch.seqs)
+        for (int pos = 0; pos < s.n_tokens; ++pos) {   // the slots written (the rest is unset)
+          kv.load(l, int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs, kk.data(), vv.data());
+          k_after[trimmed].insert(k_after[trimmed].end(), kk.begin(), kk.end());
+          v_after[trimmed].insert(v_after[trimmed].end(), vv.begin(), vv.end());
+        }
+  }
+  EXPECT_EQ(got[0], got[1]);
+  EXPECT_EQ(k_after[0], k_after[1]);
+  EXPECT_EQ(v_after[0], v_after[1]);
+  for (float x : got[1]) ASSERT_TRUE(std::isfinite(x));
+}
+
+}  // namespace

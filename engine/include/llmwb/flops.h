@@ -2,15 +2,17 @@
 //
 // Benchmarks state speed against the machine's peak FMA rate, so they need the FLOPs a
 // forward pass really performs, not the "2 x parameters per token" rule of thumb: the token
-// embedding is a lookup (no FLOPs), a prefill computes the output head only for the last
-// token of each sequence (this engine's forward pass), and attention adds work that grows
-// with the context. For tinyllama-1.1b at 512 prompt tokens the rule of thumb says 2.20
-// GFLOP per token, the real count 1.98: a figure computed with the rule would read 11 %
-// too high.
+// embedding is a lookup (no FLOPs), a prefill computes the output head and the last layer
+// past its K/V only for the last token of each sequence (this engine's CPU forward pass; the
+// CUDA one still runs that layer for every token, uncounted), and attention adds work that
+// grows with the context. For tinyllama-1.1b at 512 prompt tokens the rule of thumb says 2.20
+// GFLOP per token, the real count 1.90: a figure computed with the rule would read 16 % too
+// high.
 //
 // Counted: every matmul (2 FLOPs per multiply-add: q, k, v, o, gate, up, down per layer;
 // the output head per logit row) and attention's two products (scores q.k and the weighted
-// sum of v, 2 x 2 x head_dim FLOPs per head and attended position). Not counted: norms,
+// sum of v, 2 x 2 x head_dim FLOPs per head and attended position). The last layer computes
+// K and V for every token but q, attention, o and the FFN only for the logit rows. Not counted: norms,
 // RoPE, softmax, SwiGLU's activation, residual adds (O(dim) per token, < 0.1 %).
 #pragma once
 
