@@ -9,6 +9,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/fpanel_kernels.h"
@@ -125,15 +126,20 @@ float* packed_x_buffer(const fpanel::Args& a) {
 
 constexpr size_t kMaxSharedInput = 4;   // matrices sharing x in one parallel region
 
-// Smallest panel range a thread takes at a time (two 2-panel tiles), and the ranges at the end
+// Smallest panel range a thread takes at a time (four 2-panel tiles), and the ranges at the end
 // of a region: one tile wide, so that the thread which finishes first waits at most one tile.
 constexpr int64_t kRangePanels = 8;
 constexpr int64_t kTailPanels = 2;
 
-inline void spin_pause() {
+// Waits for the token panels other threads are still packing: spins, then also yields (with
+// more threads than cores, the one we wait for may be queued behind us on this core).
+void wait_packed(const std::atomic<int64_t>& packed, int64_t n_tp) {
+  for (int i = 0; packed.load(std::memory_order_acquire) < n_tp; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
+    if (i >= 1024) std::this_thread::yield();
+  }
 }
 
 // The GEMMs of one call (Q, K and V, or gate and up, share x) as one parallel region: first x
@@ -181,7 +187,7 @@ void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as, const fpanel:
       packed.fetch_add(1, std::memory_order_release);
     }
     // Every token panel is taken; wait for the ones still being packed by other threads.
-    while (packed.load(std::memory_order_acquire) < n_tp) spin_pause();
+    wait_packed(packed, n_tp);
     float* scratch = aligned_scratch(scratch_floats);
     for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < rs.size();
          i = next.fetch_add(1, std::memory_order_relaxed)) {
