@@ -61,15 +61,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
     be_.store_kv(cache, l, batch, k, v);
     be_.attention(cache, l, batch, q, attn_, att, l == record_layer ? record : nullptr);
-    be_.matmul(L.wo, att, n, xb);
-    be_.add(x, xb, n * dim);
-    // Feed-forward block: w2(silu(w1 x) * w3 x).
-    be_.rmsnorm(x, L.ffn_norm.data(), n, c.dim, c.norm_eps, xb);
-    const MatmulOut gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
-    be_.matmul_shared_input(xb, n, gate_up);
-    be_.silu_mul(hb, hb2, int64_t(n) * c.hidden_dim);
-    be_.matmul(L.w2, hb, n, xb);
-    be_.add(x, xb, n * dim);
+    output_and_ffn(L, att, n, x, xb, hb, hb2);
   }
   if (batch.num_logit_rows == 0) return;
   // Only the last new token of each sequence that samples needs logits (every new token when
@@ -86,6 +78,21 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   float* normed = fit(xb_, int64_t(batch.num_logit_rows) * dim);
   be_.rmsnorm(last, w_.final_norm.data(), batch.num_logit_rows, c.dim, c.norm_eps, normed);
   be_.matmul(w_.output, normed, batch.num_logit_rows, logits);
+}
+
+void LlamaModel::output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb,
+                                float* hb2) {
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim;
+  be_.matmul(L.wo, att, n, xb);
+  be_.add(x, xb, n * dim);
+  // Feed-forward block: w2(silu(w1 x) * w3 x).
+  be_.rmsnorm(x, L.ffn_norm.data(), n, c.dim, c.norm_eps, xb);
+  const MatmulOut gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
+  be_.matmul_shared_input(xb, n, gate_up);
+  be_.silu_mul(hb, hb2, int64_t(n) * c.hidden_dim);
+  be_.matmul(L.w2, hb, n, xb);
+  be_.add(x, xb, n * dim);
 }
 
 void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L,
@@ -132,14 +139,7 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
   be_.matmul(L.wq, xn, m, q);
   be_.rope(q, m, c.n_heads, tail_positions_.data(), rope_);
   be_.attention(cache, l, tail_, q, attn_, att, nullptr);
-  be_.matmul(L.wo, att, m, xn);
-  be_.add(xr, xn, m * dim);
-  be_.rmsnorm(xr, L.ffn_norm.data(), m, c.dim, c.norm_eps, xn);
-  const MatmulOut gate_up[] = {{&L.w1, hb}, {&L.w3, hb2}};
-  be_.matmul_shared_input(xn, m, gate_up);
-  be_.silu_mul(hb, hb2, int64_t(m) * c.hidden_dim);
-  be_.matmul(L.w2, hb, m, xn);
-  be_.add(xr, xn, m * dim);
+  output_and_ffn(L, att, m, xr, xn, hb, hb2);
   be_.rmsnorm(xr, w_.final_norm.data(), m, c.dim, c.norm_eps, xn);
   be_.matmul(w_.output, xn, m, logits);
 }

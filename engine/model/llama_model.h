@@ -40,6 +40,9 @@ class LlamaModel {
   HugeFloatVector x_, xb_, q_, k_, v_, att_, hb_, hb2_;
   std::vector<float> last_;
   std::vector<int> positions_;
+  // The rest of a layer after attention over n rows: x += wo att, then x += the SwiGLU FFN of
+  // norm(x); xb, hb and hb2 are scratch.
+  void output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb, float* hb2);
   // The last layer past K/V, over the rows that get logits only: gathered rows, their batch.
   void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L, float* logits);
   ForwardBatch tail_;

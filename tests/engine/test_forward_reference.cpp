@@ -98,8 +98,8 @@ std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
 
 class RandomModelShapes : public ::testing::TestWithParam<std::tuple<Shape, std::string, DType>> {};
 
-TEST_P(RandomModelShapes, LogitsMatchFloat64Reference) {
-  const auto& [shape, format, dtype] = GetParam();
+// A random model of `shape` written by make_model; returns its path.
+std::string make_shape_model(const Shape& shape, const std::string& format, DType dtype, uint64_t seed) {
   ModelMakerOptions o;
   o.config.name = shape.name;
   o.config.dim = shape.dim;
@@ -113,11 +113,16 @@ TEST_P(RandomModelShapes, LogitsMatchFloat64Reference) {
   o.config.rope_theta = 10000.f;
   o.dtype = dtype;
   o.format = format;
-  o.seed = 1234;
+  o.seed = seed;
   const std::string dir = test::scratch_dir(std::string("fwdref_") + shape.name + "_" + format + "_" + dtype_name(dtype));
   o.out = dir + (format == "gguf" ? "/model.gguf" : "/model");
   make_model(o);
-  auto file = load_model_file(o.out);
+  return o.out;
+}
+
+TEST_P(RandomModelShapes, LogitsMatchFloat64Reference) {
+  const auto& [shape, format, dtype] = GetParam();
+  auto file = load_model_file(make_shape_model(shape, format, dtype, 1234));
   check_against_reference(*file, random_tokens(19, shape.vocab, 7), 6, 1e-4);
 }
 
@@ -154,22 +159,7 @@ namespace {
 // the same logits bitwise and the same K/V, for a chunk without logits, one asking for every
 // row's logits and one for its last row only, mixed in one batch.
 TEST(ForwardReference, LastLayerComputesOnlyLogitRowsWithTheSameResults) {
-  ModelMakerOptions o;
-  o.config.name = "trim";
-  o.config.dim = 96;
-  o.config.hidden_dim = 160;
-  o.config.n_layers = 3;
-  o.config.n_heads = 6;
-  o.config.n_kv_heads = 2;
-  o.config.head_dim = 16;
-  o.config.vocab_size = 300;
-  o.config.max_seq_len = 64;
-  o.dtype = DType::F32;
-  o.format = "gguf";
-  o.seed = 99;
-  o.out = test::scratch_dir("fwdref_trim") + "/model.gguf";
-  make_model(o);
-  auto file = load_model_file(o.out);
+  auto file = load_model_file(make_shape_model({"trim", 96, 160, 3, 6, 2, 300}, "gguf", DType::F32, 99));
   const ModelConfig& c = file->config;
   const int bs = 4;
   const std::vector<int> tokens = random_tokens(30, c.vocab_size, 11);
