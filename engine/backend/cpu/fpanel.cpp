@@ -189,9 +189,15 @@ void run_gemms(ThreadPool& pool, std::span<const fpanel::Args> as, const fpanel:
     // Every token panel is taken; wait for the ones still being packed by other threads.
     wait_packed(packed, n_tp);
     float* scratch = aligned_scratch(scratch_floats);
-    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < rs.size();
-         i = next.fetch_add(1, std::memory_order_relaxed)) {
-      fpanel::gemm(as[rs[i].m], rs[i].p0, rs[i].p1, scratch);
+    // Each range is taken one ahead, so that its first chunk of weights is on its way into L2
+    // while the one before finishes (a range is a few blocks: unprefetched, its first chunk
+    // came from memory on demand).
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < rs.size();) {
+      const size_t j = next.fetch_add(1, std::memory_order_relaxed);
+      fpanel::NextRange after;
+      if (j < rs.size()) after = {&as[rs[j].m], rs[j].p0, rs[j].p1};
+      fpanel::gemm(as[rs[i].m], rs[i].p0, rs[i].p1, scratch, after);
+      i = j;
     }
   };
   if (pool.size() <= 1) work(0, 1);

@@ -204,7 +204,7 @@ GemmFn pick_gemm(int r, int c) {
 // the last quarter of the token panels a slice of the next chunk's weights into L2 (earlier,
 // the x streaming through L2 would evict them again).
 template <DType DT>
-void gemm_dt(const Args& a, int64_t p0, int64_t p1, float* scratch) {
+void gemm_dt(const Args& a, int64_t p0, int64_t p1, float* scratch, const NextRange& after) {
   constexpr int64_t eb = kElemBytes<DT>;
   const int64_t K = a.cols, T = a.n_tokens, ys = a.rows;
   const int64_t kc = chunk_cols(K);
@@ -230,15 +230,24 @@ void gemm_dt(const Args& a, int64_t p0, int64_t p1, float* scratch) {
         wb = scratch;
         pstride = kn * 16;
       }
-      // What comes after this chunk: the next chunk of the block, else the first of the next.
-      int64_t nb = pb, nk0 = k1;
+      // What comes after this chunk: the next chunk of the block, else the first of the next,
+      // else (the range is done) the first chunk of the range this thread takes next, which
+      // shares x and so K, kc and the block size.
+      const Args* na = &a;
+      int64_t nb = pb, nk0 = k1, nend = p1;
       if (nk0 >= K) {
         nb = pe;
         nk0 = 0;
       }
-      const int64_t nnp = nb < p1 ? imin(p1, nb + mcp) - nb : 0;
+      if (nb >= p1 && after.a != nullptr && after.a->cols == K) {
+        na = after.a;
+        nb = after.p0;
+        nend = after.p1;
+      }
+      const int64_t neb = na->dtype == DType::F32 ? 4 : 2;
+      const int64_t nnp = nb < nend ? imin(nend, nb + mcp) - nb : 0;
       const int64_t nkn = imin(K, nk0 + kc) - nk0;
-      const int64_t seg_bytes = nkn * 16 * eb;   // one panel's piece of the next chunk
+      const int64_t seg_bytes = nkn * 16 * neb;   // one panel's piece of the next chunk
       const int64_t next_w_bytes = nnp * seg_bytes;
       const int64_t w_slice = (next_w_bytes / 64 + pf_tp * tiles - 1) / (pf_tp * tiles) * 64;
       int64_t w_done = 0;
@@ -263,7 +272,7 @@ void gemm_dt(const Args& a, int64_t p0, int64_t p1, float* scratch) {
             // A piece of one panel's segment (the next tile continues where this one stops).
             const int64_t seg = w_done / seg_bytes, off = w_done % seg_bytes;
             const int64_t n = imin(w_slice, seg_bytes - off);
-            pf[1] = {reinterpret_cast<const char*>(a.w + (nb + seg) * a.panel_bytes + nk0 * 16 * eb) + off, n};
+            pf[1] = {reinterpret_cast<const char*>(na->w + (nb + seg) * na->panel_bytes + nk0 * 16 * neb) + off, n};
             w_done += n;
           }
           if (pf[0].bytes == 0) {
@@ -298,11 +307,11 @@ void gemv(const Args& a, int64_t p0, int64_t p1) {
   }
 }
 
-void gemm(const Args& a, int64_t p0, int64_t p1, float* scratch) {
+void gemm(const Args& a, int64_t p0, int64_t p1, float* scratch, const NextRange& after) {
   switch (a.dtype) {
-    case DType::F32: gemm_dt<DType::F32>(a, p0, p1, scratch); return;
-    case DType::F16: gemm_dt<DType::F16>(a, p0, p1, scratch); return;
-    case DType::BF16: gemm_dt<DType::BF16>(a, p0, p1, scratch); return;
+    case DType::F32: gemm_dt<DType::F32>(a, p0, p1, scratch, after); return;
+    case DType::F16: gemm_dt<DType::F16>(a, p0, p1, scratch, after); return;
+    case DType::BF16: gemm_dt<DType::BF16>(a, p0, p1, scratch, after); return;
     default: return;
   }
 }

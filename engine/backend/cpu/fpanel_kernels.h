@@ -30,7 +30,13 @@ int64_t chunk_cols(int64_t cols);
 void gemv(const Args& a, int64_t p0, int64_t p1);
 // The same for many tokens, blocked: needs a.xp (pack_x over every token panel) and a
 // per-thread scratch of gemm_scratch_floats(cols) floats (f16 / bf16 blocks widened to f32).
-void gemm(const Args& a, int64_t p0, int64_t p1, float* scratch);
+// `after`: the panel range this thread computes next (a matrix sharing x), whose first chunk
+// of weights the last one of this range prefetches into L2; none by default.
+struct NextRange {
+  const Args* a = nullptr;
+  int64_t p0 = 0, p1 = 0;
+};
+void gemm(const Args& a, int64_t p0, int64_t p1, float* scratch, const NextRange& after = {});
 int64_t gemm_scratch_floats(int64_t cols);
 // x packed by k-chunk and token panel: chunk [k0, k0 + kn) of token panel q holds
 // x[q * kTokenPanel + j][k0 + k] at xp[k0 * n_tp * kTokenPanel + q * kn * kTokenPanel + k * kTokenPanel + j]
