@@ -1,8 +1,40 @@
 #include "model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace llmwb {
+
+namespace {
+
+// v's data, grown to at least `size` elements (buffers reused from step to step).
+template <typename V>
+float* fit(V& v, int64_t size) {
+  if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
+  return v.data();
+}
+
+// fn(s, i, row) for each new token that gets logits: token i of sequence s, logits row `row`
+// (the last token of each sequence that samples; every token when it asks for all_logits).
+template <typename Fn>
+void for_each_logit_row(const ForwardBatch& batch, Fn fn) {
+  for (const ForwardSeq& s : batch.seqs) {
+    if (s.logits_row < 0) continue;
+    const int from = s.all_logits ? 0 : s.n_tokens - 1;
+    for (int i = from; i < s.n_tokens; ++i) fn(s, i, s.logits_row + i - from);
+  }
+}
+
+// Copies the rows of src (one per new token, dim wide) that get logits to dst, in logits order.
+void gather_logit_rows(const ForwardBatch& batch, const float* src, int64_t dim, float* dst) {
+  for_each_logit_row(batch, [&](const ForwardSeq& s, int i, int row) {
+    const float* r = src + int64_t(s.first + i) * dim;
+    std::copy(r, r + dim, dst + int64_t(row) * dim);
+  });
+}
+
+}  // namespace
 
 LlamaModel::LlamaModel(const ModelConfig& config, LlamaWeights weights, Backend& backend)
     : config_(config), w_(std::move(weights)), be_(backend), rope_(RopeParams::from(config)) {
@@ -17,10 +49,6 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   const ModelConfig& c = config_;
   const int n = static_cast<int>(batch.tokens.size());
   const int64_t dim = c.dim, q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  auto fit = [](auto& v, int64_t size) {
-    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
-    return v.data();
-  };
   float* x = fit(x_, n * dim);
   float* xb = fit(xb_, n * dim);
   float* q = fit(q_, n * q_dim);
@@ -43,23 +71,18 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   const bool trim = batch.num_logit_rows < n && !(record != nullptr && record_layer == last_layer);
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
-    if (l == last_layer && trim) {
-      be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
-      const MatmulOut kv[] = {{&L.wk, k}, {&L.wv, v}};
-      be_.matmul_shared_input(xb, n, kv);
-      be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
-      be_.store_kv(cache, l, batch, k, v);
-      if (batch.num_logit_rows == 0) return;
-      forward_logit_rows(batch, cache, L, logits);
-      return;
-    }
-    // Attention block.
+    const bool trimmed = l == last_layer && trim;
+    // Attention block (a trimmed layer's q comes later, for the logit rows only).
     be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
     const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
-    be_.matmul_shared_input(xb, n, qkv);
-    be_.rope(q, n, c.n_heads, positions_.data(), rope_);
+    be_.matmul_shared_input(xb, n, std::span<const MatmulOut>(qkv).subspan(trimmed ? 1 : 0));
+    if (!trimmed) be_.rope(q, n, c.n_heads, positions_.data(), rope_);
     be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
     be_.store_kv(cache, l, batch, k, v);
+    if (trimmed) {
+      if (batch.num_logit_rows > 0) forward_logit_rows(batch, cache, L, logits);
+      return;
+    }
     be_.attention(cache, l, batch, q, attn_, att, l == record_layer ? record : nullptr);
     output_and_ffn(L, att, n, x, xb, hb, hb2);
   }
@@ -67,14 +90,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   // Only the last new token of each sequence that samples needs logits (every new token when
   // the sequence asks for all_logits).
   float* last = fit(last_, int64_t(batch.num_logit_rows) * dim);
-  for (const ForwardSeq& s : batch.seqs) {
-    if (s.logits_row < 0) continue;
-    const int first = s.all_logits ? 0 : s.n_tokens - 1;
-    for (int i = first; i < s.n_tokens; ++i) {
-      const float* src = x + int64_t(s.first + i) * dim;
-      std::copy(src, src + dim, last + int64_t(s.logits_row + i - first) * dim);
-    }
-  }
+  gather_logit_rows(batch, x, dim, last);
   float* normed = fit(xb_, int64_t(batch.num_logit_rows) * dim);
   be_.rmsnorm(last, w_.final_norm.data(), batch.num_logit_rows, c.dim, c.norm_eps, normed);
   be_.matmul(w_.output, normed, batch.num_logit_rows, logits);
@@ -99,20 +115,13 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
                                     float* logits) {
   const ModelConfig& c = config_;
   const int m = batch.num_logit_rows;
-  const int64_t dim = c.dim, q_dim = int64_t(c.n_heads) * c.head_dim;
-  auto fit = [](auto& v, int64_t size) {
-    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
-    return v.data();
-  };
+  const int64_t dim = c.dim;
   // The rows that get logits, gathered in logits order: a batch of their own whose sequences
   // start where their first such row is (same block tables: K/V of every row are stored).
   tail_.seqs.clear();
   tail_.tokens.assign(static_cast<size_t>(m), 0);
   tail_.num_logit_rows = m;
   tail_positions_.assign(static_cast<size_t>(m), 0);
-  float* xr = fit(tail_x_, int64_t(m) * dim);
-  float* xn = fit(tail_xb_, int64_t(m) * dim);
-  const float* xb = xb_.data();   // this layer's normed input, every row
   for (const ForwardSeq& s : batch.seqs) {
     if (s.logits_row < 0) continue;
     const int from = s.all_logits ? 0 : s.n_tokens - 1;
@@ -121,20 +130,21 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
     t.n_tokens = s.n_tokens - from;
     t.start_pos = s.start_pos + from;
     t.capture_attention = false;
-    t.logits_row = s.logits_row;
     tail_.seqs.push_back(t);
-    for (int i = 0; i < t.n_tokens; ++i) {
-      const int64_t src = s.first + from + i, dst = t.first + i;
-      std::copy(x_.data() + src * dim, x_.data() + (src + 1) * dim, xr + dst * dim);
-      std::copy(xb + src * dim, xb + (src + 1) * dim, xn + dst * dim);
-      tail_.tokens[static_cast<size_t>(dst)] = batch.tokens[static_cast<size_t>(src)];
-      tail_positions_[static_cast<size_t>(dst)] = t.start_pos + i;
-    }
   }
-  float* q = fit(tail_q_, int64_t(m) * q_dim);
-  float* att = fit(tail_att_, int64_t(m) * q_dim);
-  float* hb = fit(tail_hb_, int64_t(m) * c.hidden_dim);
-  float* hb2 = fit(tail_hb2_, int64_t(m) * c.hidden_dim);
+  for_each_logit_row(batch, [&](const ForwardSeq& s, int i, int row) {
+    tail_.tokens[static_cast<size_t>(row)] = batch.tokens[static_cast<size_t>(s.first + i)];
+    tail_positions_[static_cast<size_t>(row)] = s.start_pos + i;
+  });
+  float* xr = fit(last_, int64_t(m) * dim);       // the residual stream, as forward() gathers it
+  float* xn = fit(tail_xb_, int64_t(m) * dim);
+  gather_logit_rows(batch, x_.data(), dim, xr);
+  gather_logit_rows(batch, xb_.data(), dim, xn);   // this layer's normed input
+  // q_, att_, hb_ and hb2_ hold a row per new token and are free here: m rows fit.
+  float* q = q_.data();
+  float* att = att_.data();
+  float* hb = hb_.data();
+  float* hb2 = hb2_.data();
   const int l = c.n_layers - 1;
   be_.matmul(L.wq, xn, m, q);
   be_.rope(q, m, c.n_heads, tail_positions_.data(), rope_);

@@ -47,7 +47,7 @@ class LlamaModel {
   void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L, float* logits);
   ForwardBatch tail_;
   std::vector<int> tail_positions_;
-  HugeFloatVector tail_x_, tail_xb_, tail_q_, tail_att_, tail_hb_, tail_hb2_;
+  HugeFloatVector tail_xb_;   // the logit rows' normed input (their residual rows go in last_)
 };
 
 }  // namespace llmwb

@@ -306,16 +306,18 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   });
 }
 
-void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
-  auto body = [&](int64_t b, int64_t e) { cpu::silu_mul(gate + b, up + b, e - b); };
+// Element-wise work over [0, n): inline when small (a decode step's rows), else split over the pool.
+void CpuBackend::elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
   if (n < (1 << 15)) body(0, n);
   else pool_.parallel_for(n, body, 4096);
 }
 
+void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
+  elementwise(n, [&](int64_t b, int64_t e) { cpu::silu_mul(gate + b, up + b, e - b); });
+}
+
 void CpuBackend::add(float* y, const float* x, int64_t n) {
-  auto body = [&](int64_t b, int64_t e) { cpu::add_inplace(y + b, x + b, e - b); };
-  if (n < (1 << 15)) body(0, n);
-  else pool_.parallel_for(n, body, 4096);
+  elementwise(n, [&](int64_t b, int64_t e) { cpu::add_inplace(y + b, x + b, e - b); });
 }
 
 }  // namespace llmwb

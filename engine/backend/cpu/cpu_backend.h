@@ -4,6 +4,7 @@
 // (auto-vectorized) for the cheap element-wise operations.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "backend/backend.h"
@@ -40,6 +41,7 @@ class CpuBackend final : public Backend {
 
  private:
   bool use_panels(const TensorView& W) const;
+  void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& body);
   ThreadPool pool_;
   bool float_panels_ = true;   // LLMWB_FLOAT_PANELS=0 turns the panel kernels off
   cpu::RepackCache repack_;   // lives no longer than the model's tensors (see RepackCache)

@@ -244,7 +244,7 @@ void gemm_dt(const Args& a, int64_t p0, int64_t p1, float* scratch, const NextRa
         nb = after.p0;
         nend = after.p1;
       }
-      const int64_t neb = na->dtype == DType::F32 ? 4 : 2;
+      const int64_t neb = static_cast<int64_t>(na->panel_bytes) / (16 * K);   // its element bytes
       const int64_t nnp = nb < nend ? imin(nend, nb + mcp) - nb : 0;
       const int64_t nkn = imin(K, nk0 + kc) - nk0;
       const int64_t seg_bytes = nkn * 16 * neb;   // one panel's piece of the next chunk
