@@ -18,6 +18,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "launch.cuh"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
                                                                       int split_len, int n_splits,
                                                                       float* __restrict__ ws) {
   constexpr int HD = NC * 32;
-  extern __shared__ float smem[];
+  LLMWB_DYNAMIC_SHARED(float, smem);
   float* qs = smem;                          // [kMaxPairs][HD], pre-scaled
   float* ks = qs + kMaxPairs * HD;           // [kTile][HD + 1] (+1: lanes read rows without bank conflicts)
   float* vs = ks + kTile * (HD + 1);         // [kTile][HD + 1]
@@ -249,7 +250,7 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, const float*
                                        const float* __restrict__ v_layer, AttentionBatch b, AttentionShape sh,
                                        float* __restrict__ out, float* __restrict__ weights, int first_row,
                                        int n_weight_rows, int weights_stride) {
-  extern __shared__ float sc[];
+  LLMWB_DYNAMIC_SHARED(float, sc);
   __shared__ float red[32];
   const int row = blockIdx.x, head = blockIdx.y;
   const int hd = sh.head_dim, kvh = head / (sh.n_heads / sh.n_kv_heads);
@@ -310,7 +311,7 @@ cudaError_t launch_tiled(const float* q, const float* k, const float* v, const A
                                                        static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(b.n_tiles), static_cast<unsigned>(sh.n_kv_heads), static_cast<unsigned>(sp.n));
-  attention_tiled_kernel<NC><<<grid, kWarps * 32, smem, s>>>(q, k, v, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, smem, s, attention_tiled_kernel<NC>)(q, k, v, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
@@ -319,7 +320,7 @@ cudaError_t launch_decode(const float* q, const float* k, const float* v, const 
                           const AttentionShape& sh, const Split& sp, float* ws, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(b.n_rows), static_cast<unsigned>((sh.n_heads + kWarps - 1) / kWarps),
                   static_cast<unsigned>(sp.n));
-  attention_decode_kernel<NC><<<grid, kWarps * 32, 0, s>>>(q, k, v, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, 0, s, attention_decode_kernel<NC>)(q, k, v, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
@@ -367,8 +368,7 @@ cudaError_t attention(const float* q, const float* k_layer, const float* v_layer
                   : launch_tiled<NC>(q, k_layer, v_layer, b, sh, sp, workspace, s);
   });
   if (e != cudaSuccess) return e;
-  attention_combine_kernel<<<dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)),
-                             static_cast<unsigned>(sh.head_dim), 0, s>>>(workspace, sh.n_heads, sh.head_dim, sp.n,
+  LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), static_cast<unsigned>(sh.head_dim), 0, s, attention_combine_kernel)(workspace, sh.n_heads, sh.head_dim, sp.n,
                                                                          out);
   return cudaGetLastError();
 }
@@ -383,7 +383,7 @@ cudaError_t attention_naive(const float* q, const float* k_layer, const float* v
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  attention_naive_kernel<<<dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), 128, smem, s>>>(
+  LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), 128, smem, s, attention_naive_kernel)(
       q, k_layer, v_layer, b, sh, out, weights, first_row, n_weight_rows, weights_stride);
   return cudaGetLastError();
 }

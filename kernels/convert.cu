@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "dequant.cuh"
+#include "launch.cuh"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
@@ -47,18 +48,18 @@ cudaError_t dequantize_matrix(const DeviceMatrix& W, void* dst, bool to_bf16, cu
   const int64_t n = W.rows * W.cols;
   if (n <= 0) return cudaSuccess;
   if (to_bf16)
-    dequantize_kernel<true><<<grid_for(n), kThreads, 0, s>>>(W, dst);
+    LLMWB_LAUNCH(grid_for(n), kThreads, 0, s, dequantize_kernel<true>)(W, dst);
   else
-    dequantize_kernel<false><<<grid_for(n), kThreads, 0, s>>>(W, dst);
+    LLMWB_LAUNCH(grid_for(n), kThreads, 0, s, dequantize_kernel<false>)(W, dst);
   return cudaGetLastError();
 }
 
 cudaError_t f32_to_half(const float* src, void* dst, int64_t n, bool to_bf16, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   if (to_bf16)
-    to_half_kernel<true><<<grid_for(n), kThreads, 0, s>>>(src, dst, n);
+    LLMWB_LAUNCH(grid_for(n), kThreads, 0, s, to_half_kernel<true>)(src, dst, n);
   else
-    to_half_kernel<false><<<grid_for(n), kThreads, 0, s>>>(src, dst, n);
+    LLMWB_LAUNCH(grid_for(n), kThreads, 0, s, to_half_kernel<false>)(src, dst, n);
   return cudaGetLastError();
 }
 

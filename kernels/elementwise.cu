@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "dequant.cuh"
+#include "launch.cuh"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
@@ -134,7 +135,7 @@ constexpr int kMaxGridY = 65535;
 cudaError_t embed(const DeviceMatrix& table, const int* tokens, int n_rows, float* out, cudaStream_t s) {
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    embed_kernel<<<dim3(col_blocks(table.cols), static_cast<unsigned>(n)), kThreads, 0, s>>>(table, tokens + r0, n,
+    LLMWB_LAUNCH(dim3(col_blocks(table.cols), static_cast<unsigned>(n)), kThreads, 0, s, embed_kernel)(table, tokens + r0, n,
                                                                                             out + int64_t(r0) * table.cols);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
@@ -143,14 +144,14 @@ cudaError_t embed(const DeviceMatrix& table, const int* tokens, int n_rows, floa
 
 cudaError_t rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out, cudaStream_t s) {
   if (n_rows <= 0) return cudaSuccess;
-  rmsnorm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(const_cast<float*>(x), nullptr, w, dim, eps, out);
+  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, rmsnorm_kernel)(const_cast<float*>(x), nullptr, w, dim, eps, out);
   return cudaGetLastError();
 }
 
 cudaError_t add_rmsnorm(float* x, const float* delta, const float* w, int n_rows, int dim, float eps, float* out,
                         cudaStream_t s) {
   if (n_rows <= 0) return cudaSuccess;
-  rmsnorm_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, delta, w, dim, eps, out);
+  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, rmsnorm_kernel)(x, delta, w, dim, eps, out);
   return cudaGetLastError();
 }
 
@@ -158,27 +159,27 @@ cudaError_t rope(float* q, float* k, int n_rows, int n_heads, int n_kv_heads, in
                  const double* inv_freq, bool interleaved, cudaStream_t s) {
   const int64_t total = int64_t(n_rows) * (n_heads + n_kv_heads) * (head_dim / 2);
   if (total <= 0) return cudaSuccess;
-  rope_kernel<<<blocks_for(total), kThreads, 0, s>>>(q, k, n_rows, n_heads, n_kv_heads, head_dim, positions, inv_freq,
+  LLMWB_LAUNCH(blocks_for(total), kThreads, 0, s, rope_kernel)(q, k, n_rows, n_heads, n_kv_heads, head_dim, positions, inv_freq,
                                                      interleaved);
   return cudaGetLastError();
 }
 
 cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
-  silu_mul_kernel<<<blocks_for(n), kThreads, 0, s>>>(gate, up, n);
+  LLMWB_LAUNCH(blocks_for(n), kThreads, 0, s, silu_mul_kernel)(gate, up, n);
   return cudaGetLastError();
 }
 
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
-  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n);
+  LLMWB_LAUNCH(blocks_for(n), kThreads, 0, s, add_kernel)(y, x, n);
   return cudaGetLastError();
 }
 
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s) {
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    gather_rows_kernel<<<dim3(col_blocks(width), static_cast<unsigned>(n)), kThreads, 0, s>>>(src, rows + r0, width,
+    LLMWB_LAUNCH(dim3(col_blocks(width), static_cast<unsigned>(n)), kThreads, 0, s, gather_rows_kernel)(src, rows + r0, width,
                                                                                              dst + int64_t(r0) * width);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
@@ -189,7 +190,7 @@ cudaError_t store_kv(float* k_pool, float* v_pool, int layer, int64_t layer_stri
                      const int64_t* slots, int n_rows, int kv_dim, cudaStream_t s) {
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    store_kv_kernel<<<dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s>>>(
+    LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_kernel)(
         k_pool, v_pool, int64_t(layer) * layer_stride, k + int64_t(r0) * kv_dim, v + int64_t(r0) * kv_dim, slots + r0,
         kv_dim);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -201,8 +202,7 @@ cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t laye
                         const int* pairs, int n_pairs, cudaStream_t s) {
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
   if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
-  copy_blocks_kernel<<<dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)),
-                       kThreads, 0, s>>>(k_pool, v_pool, layer_stride, block_elems, pairs);
+  LLMWB_LAUNCH(dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)), kThreads, 0, s, copy_blocks_kernel)(k_pool, v_pool, layer_stride, block_elems, pairs);
   return cudaGetLastError();
 }
 

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "dequant.cuh"
+#include "launch.cuh"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
@@ -215,11 +216,11 @@ cudaError_t launch_typed(const GemvArgs& a, const float* x, int n_rows, cudaStre
   const dim3 grid(static_cast<unsigned>((rows + kWarps - 1) / kWarps));
   static_assert(kGemvMaxRows == 8);
   if (n_rows == 1)
-    gemv_kernel<T, 1, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
+    LLMWB_LAUNCH(grid, kWarps * 32, 0, s, gemv_kernel<T, 1, SWIGLU>)(a, x, n_rows);
   else if (n_rows <= 4)
-    gemv_kernel<T, 4, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
+    LLMWB_LAUNCH(grid, kWarps * 32, 0, s, gemv_kernel<T, 4, SWIGLU>)(a, x, n_rows);
   else
-    gemv_kernel<T, 8, SWIGLU><<<grid, kWarps * 32, 0, s>>>(a, x, n_rows);
+    LLMWB_LAUNCH(grid, kWarps * 32, 0, s, gemv_kernel<T, 8, SWIGLU>)(a, x, n_rows);
   return cudaGetLastError();
 }
 
@@ -282,7 +283,7 @@ cudaError_t gemv_stacked(const DeviceMatrix* const* W, float* const* y, int coun
       return cudaSuccess;
     }
     if (W[0]->rows <= 0) return cudaSuccess;
-    gemv_generic_kernel<<<static_cast<unsigned>((W[0]->rows + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(*W[0], x, n_rows,
+    LLMWB_LAUNCH(static_cast<unsigned>((W[0]->rows + kWarps - 1) / kWarps), kWarps * 32, 0, s, gemv_generic_kernel)(*W[0], x, n_rows,
                                                                                                       y[0]);
     return cudaGetLastError();
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "launch.cuh"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
@@ -165,13 +166,13 @@ __global__ void sample_kernel(const float* logits, int vocab, const DeviceSampli
 cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const DeviceSampling* params, int* out,
                         float* prob, cudaStream_t s) {
   if (n_rows <= 0 || vocab <= 0) return cudaSuccess;
-  sample_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(logits, vocab, params, out, prob);
+  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, sample_kernel)(logits, vocab, params, out, prob);
   return cudaGetLastError();
 }
 
 cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, cudaStream_t s) {
   if (n_rows <= 0 || vocab <= 0) return cudaSuccess;
-  argmax_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(logits, vocab, out);
+  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, argmax_kernel)(logits, vocab, out);
   return cudaGetLastError();
 }
 

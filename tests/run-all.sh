@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds
 # (Release, with the GUI and, where the toolkit exists, the CUDA kernels), runs every CTest test
-# (engine, CLI, GUI offscreen; GPU tests skip without a GPU), then the engine tests again under
+# (engine, CLI, GUI offscreen; GPU tests skip without a GPU), then the GPU tests on the CPU's
+# CUDA emulator (tests/cuda_emu), then the engine tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then the GGUF / safetensors fuzzers for a
 # bounded time.
 #
@@ -36,6 +37,18 @@ echo "== Tests (Release)"
 run_ctest build --timeout 1200
 
 if [[ -z "${LLMWB_QUICK:-}" ]]; then
+  # The CUDA backend (kernels, CudaModel, graphs, cuBLAS calls) on the CPU emulator: the gpu
+  # tests run for real where no GPU exists (tests/cuda_emu; needs only the toolkit's headers).
+  if [[ -f /usr/local/cuda/include/cuda_runtime_api.h ]]; then
+    echo "== CUDA backend on the CPU emulator"
+    cmake -S . -B build-emu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMWB_BUILD_GUI=OFF \
+      -DLLMWB_CUDA_EMULATION=ON >/dev/null
+    cmake --build build-emu -j "$jobs" --target test_cuda_emulator test_cuda_kernels test_cuda_model
+    run_ctest build-emu -L gpu-emu --timeout 1800
+  else
+    echo "== CUDA emulator tests skipped: no CUDA toolkit headers at /usr/local/cuda"
+  fi
+
   echo "== Engine tests under ASan + UBSan"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMWB_SANITIZE=ON \
     -DLLMWB_BUILD_GUI=OFF -DLLMWB_ENABLE_CUDA=OFF >/dev/null

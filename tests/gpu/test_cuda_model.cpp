@@ -74,10 +74,14 @@ double max_logits_error(const std::string& path) {
 TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
   LLMWB_REQUIRE_GPU();
   // dim 256 / 8 heads / 2 kv heads: head_dim 32, GQA group 4 (the tiled attention kernel).
-  // INT8_ASYM_ROW has no GPU kernel and is converted to F16 on upload.
+  // INT8_ASYM_ROW has no GPU kernel and is converted to F16 on upload. For the quantized formats
+  // the CPU reference itself is approximate: it multiplies int8-quantized activations (blocks of
+  // 32, as llama.cpp), the GPU fp32 ones, which moves these logits by 1.0-1.25 % (measured under
+  // the emulator, tests/cuda_emu); the kernels' own tests check each format at 1e-5. A wiring
+  // error (a wrong scale, row or position) moves them by O(1).
   const std::map<DType, double> tol{{DType::F32, 1e-4},     {DType::F16, 5e-3},      {DType::BF16, 2e-2},
-                                    {DType::Q8_0, 5e-3},    {DType::Q4_0, 5e-3},     {DType::INT8_ROW, 5e-3},
-                                    {DType::INT4_G32, 5e-3}, {DType::INT4_G128, 5e-3}, {DType::INT8_ASYM_ROW, 5e-3}};
+                                    {DType::Q8_0, 2e-2},    {DType::Q4_0, 2e-2},     {DType::INT8_ROW, 2e-2},
+                                    {DType::INT4_G32, 2e-2}, {DType::INT4_G128, 2e-2}, {DType::INT8_ASYM_ROW, 2e-2}};
   for (auto [t, limit] : tol) {
     const double err = max_logits_error(make_random_model(t, 256, 512, 8, 2, 700, 7));
     EXPECT_LT(err, limit) << dtype_name(t);
@@ -125,7 +129,13 @@ TEST(CudaModel, GraphReplayedDecodeStepsMatchEagerLaunches) {
         std::vector<float> lg(size_t(n_seqs) * c.vocab_size, NAN), le(lg.size(), NAN);
         graphs.forward(b, lg.data(), -1, nullptr);
         eager.forward(b, le.data(), -1, nullptr);
-        ASSERT_LT(rel_error(lg, le), 1e-5) << dtype_name(t) << ", " << n_seqs << " sequences, step " << step;
+        // A graph's steps run as the bucket says (padded batch, the context bucket's attention
+        // splits), eager ones as the batch is: on the GEMV path (fp32 activations) the different
+        // split sums agree to ~1e-7, on the cuBLAS path the activations are rounded to half and
+        // those last-bit differences flip roundings (~1e-4 seen, emulator). A replay that read stale
+        // metadata (tokens, positions, block tables) would be off by O(1).
+        const double limit = n_seqs <= cuda::kGemvMaxRows ? 1e-5 : 1e-3;
+        ASSERT_LT(rel_error(lg, le), limit) << dtype_name(t) << ", " << n_seqs << " sequences, step " << step;
         pos += n_new;
       }
       EXPECT_TRUE(graphs.use_graphs()) << "capture failed and graphs were turned off";

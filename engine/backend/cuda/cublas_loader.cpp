@@ -11,6 +11,21 @@ namespace llmwb::cuda {
 
 namespace {
 
+#if defined(LLMWB_CUDA_EMU)
+// The emulation build (tests/cuda_emu) links its CPU implementations of these entry points.
+CublasApi load() {
+  CublasApi api;
+  api.create = &cublasCreate_v2;
+  api.destroy = &cublasDestroy_v2;
+  api.set_stream = &cublasSetStream_v2;
+  api.set_workspace = &cublasSetWorkspace_v2;
+  api.sgemm = &cublasSgemm_v2;
+  api.gemm_ex = static_cast<CublasGemmExFn>(&cublasGemmEx);
+  api.status_name = &cublasGetStatusName;
+  api.status_string = &cublasGetStatusString;
+  return api;
+}
+#else
 CublasApi load() {
   // The soname of the toolkit built against, then the toolkit's own copy (a toolkit outside
   // the loader's search path, as /usr/local/cuda is unless configured).
@@ -39,6 +54,7 @@ CublasApi load() {
   bind(api.status_string, "cublasGetStatusString");
   return api;   // the library stays open for the life of the process
 }
+#endif
 
 }  // namespace
 
