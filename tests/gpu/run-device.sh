@@ -15,6 +15,10 @@ cd "$(dirname "$0")/../.."
 ROOT="$PWD"
 T0=$(date +%s)
 BUDGET=${LLMWB_GPU_BUDGET_S:-540}   # skip the 7B benchmarks when less than their time is left
+# LLMWB_GPU_SMOKE=1: a dry run of this script's plumbing on small shapes (a 2-layer model, gpu-bench
+# --quick, no 7B, no transformers), e.g. with LLMWB_GPU_PACK made from an emulation build
+# (-DLLMWB_CUDA_EMULATION=ON, tests/cuda_emu) on a machine without a GPU. Its figures mean nothing.
+SMOKE="${LLMWB_GPU_SMOKE:-}"
 PACK="${LLMWB_GPU_PACK:-$ROOT/gpu-pack}"
 MODELS="${LLMWB_GPU_MODELS:-/tmp/llmwb-gpu-models}"
 export LD_LIBRARY_PATH="$PACK/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
@@ -65,7 +69,7 @@ done
 
 # ---- ceilings and kernels ----
 log "gpu-bench"
-timeout 180 "$CLI" gpu-bench --json > "$OUT/gpu-bench.json" 2>> "$OUT/bench.log" || log "gpu-bench failed"
+timeout 180 "$CLI" gpu-bench ${SMOKE:+--quick} --json > "$OUT/gpu-bench.json" 2>> "$OUT/bench.log" || log "gpu-bench failed"
 
 log "PyTorch SDPA baseline"
 PYTHONUNBUFFERED=1 timeout 120 python3 tests/gpu/sdpa_bench.py > "$OUT/sdpa.json" 2>> "$OUT/bench.log" || log "sdpa failed"
@@ -75,7 +79,9 @@ bench_model() {   # name file extra-flags...
   local name="$1" file="$2"; shift 2
   log "bench $name"
   echo "===== bench $name" >> "$OUT/bench.log"
-  timeout 240 "$CLI" bench --backend cuda --model "$file" -p 512 -n 128 -r 3 --json "$@" >> "$OUT/bench.log" 2>&1 ||
+  local shape=(-p 512 -n 128 -r 3)
+  [ -n "$SMOKE" ] && shape=(-p 64 -n 16 -r 1)
+  timeout 240 "$CLI" bench --backend cuda --model "$file" "${shape[@]}" --json "$@" >> "$OUT/bench.log" 2>&1 ||
     echo "===== bench $name failed" >> "$OUT/bench.log"
 }
 TOKENIZER=()
@@ -86,14 +92,19 @@ make_model() {   # file make-model-flags...
   log "make-model $*"
   timeout 300 "$CLI" make-model "$@" --dtype f16 "${TOKENIZER[@]}" --out "$file" >> "$OUT/bench.log" 2>&1
 }
-TINY="$MODELS/tinyllama-1.1b-f16.gguf"
-make_model "$TINY" --arch tinyllama-1.1b
+if [ -z "$SMOKE" ]; then
+  TINY="$MODELS/tinyllama-1.1b-f16.gguf"
+  make_model "$TINY" --arch tinyllama-1.1b
+else
+  TINY="$MODELS/smoke-2l-f16.gguf"
+  make_model "$TINY" --arch custom --name smoke-2l --dim 256 --layers 2 --heads 8 --ffn 512 --vocab 32000 --ctx 1024
+fi
 bench_model tinyllama-1.1b-f16 "$TINY"
 bench_model tinyllama-1.1b-int8 "$TINY" --quantize int8
 # The whole decode loop against Hugging Face transformers' generate on the same weights (the
 # same --arch and seed written as a Hugging Face folder), when transformers is installed there.
 TINY_HF="$MODELS/tinyllama-1.1b-f16-hf"
-if python3 -c "import transformers, torch" 2> /dev/null; then
+if [ -z "$SMOKE" ] && python3 -c "import transformers, torch" 2> /dev/null; then
   [ -f "$TINY_HF/config.json" ] || { log "make-model (Hugging Face folder)";
     timeout 300 "$CLI" make-model --arch tinyllama-1.1b --dtype f16 --format safetensors "${TOKENIZER[@]}" \
       --out "$TINY_HF" >> "$OUT/bench.log" 2>&1; }
@@ -106,13 +117,16 @@ else
 fi
 log "serve-bench (throughput at 1, 8, 64, 256 sequences)"
 echo "===== serve-bench tinyllama-1.1b-f16" >> "$OUT/bench.log"
-timeout 240 "$CLI" serve-bench --backend cuda --model "$TINY" --concurrency 1,8,64,256 --input-len 32 --output-len 64 \
-  --max-batched-tokens 2048 --json >> "$OUT/bench.log" 2>&1 || echo "===== serve-bench failed" >> "$OUT/bench.log"
+SERVE=(--concurrency 1,8,64,256 --input-len 32 --output-len 64)
+[ -n "$SMOKE" ] && SERVE=(--concurrency 1,8 --input-len 16 --output-len 16)
+timeout 240 "$CLI" serve-bench --backend cuda --model "$TINY" "${SERVE[@]}" --max-batched-tokens 2048 --json >> "$OUT/bench.log" 2>&1 || echo "===== serve-bench failed" >> "$OUT/bench.log"
 # Llama-2-7B: the whole model when there is time to write its 13.5 GB of random weights
 # (make-model is single-threaded), else the same shape with 8 of its 32 layers: per-token
 # bandwidth and GEMM efficiency are per-layer properties, and the summary names which ran.
 if [ "$(elapsed)" -lt $((BUDGET - 330)) ]; then L7_LAYERS=32; else L7_LAYERS=8; fi
-if [ "$(elapsed)" -lt $((BUDGET - 120)) ]; then
+if [ -n "$SMOKE" ]; then
+  log "smoke run: no llama2-7b"
+elif [ "$(elapsed)" -lt $((BUDGET - 120)) ]; then
   L7="$MODELS/llama2-7b-${L7_LAYERS}l-f16.gguf"
   make_model "$L7" --arch custom --name "llama2-7b-${L7_LAYERS}l" --dim 4096 --layers "$L7_LAYERS" --heads 32 \
     --ffn 11008 --vocab 32000 --ctx 4096 && bench_model "llama2-7b-${L7_LAYERS}l-f16" "$L7"
