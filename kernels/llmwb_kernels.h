@@ -110,7 +110,9 @@ cudaError_t attention_naive(const float* q, const float* k_layer, const float* v
 
 // ---- sampling (sampling.cu) -------------------------------------------------------------------
 // out[r] = argmax of logits row r (vocab floats); ties to the lowest id, as the CPU sampler.
-cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, cudaStream_t s);
+// prob (may be null): prob[r] = that token's probability under softmax(logits[r]) (temperature
+// 1), the figure the CPU sampler reports for a greedy token.
+cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, float* prob, cudaStream_t s);
 // Per-row sampling parameters (a device array, one per row).
 struct DeviceSampling {
   float temperature = 1.0f;   // <= 0: greedy

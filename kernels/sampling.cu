@@ -19,33 +19,6 @@ __device__ __forceinline__ void better(float& v, int& i, float v2, int i2) {
   if (v2 > v || (v2 == v && i2 < i) || (v != v && v2 == v2)) v = v2, i = i2;   // NaN loses
 }
 
-__global__ void argmax_kernel(const float* logits, int vocab, int* out) {
-  const float* row = logits + int64_t(blockIdx.x) * vocab;
-  float v = -INFINITY;
-  int idx = vocab;   // past the end: loses every tie
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x) better(v, idx, row[j], j);
-  for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-  __shared__ float sv[kThreads / 32];
-  __shared__ int si[kThreads / 32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) sv[warp] = v, si[warp] = idx;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kThreads / 32 ? sv[lane] : -INFINITY;
-    idx = lane < kThreads / 32 ? si[lane] : vocab;
-    for (int o = 16; o > 0; o >>= 1)
-      better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-    if (lane == 0) out[blockIdx.x] = idx < vocab ? idx : 0;
-  }
-}
-
-// Float keys ordered as unsigned integers (larger float, larger key; NaN sorts above +inf and
-// is never kept because its probability is NaN... callers pass finite logits).
-__device__ __forceinline__ unsigned order_key(float f) {
-  const unsigned u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 __device__ float block_sum(float v, float* red) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -56,6 +29,47 @@ __device__ float block_sum(float v, float* red) {
   for (int w = 0; w < kThreads / 32; ++w) t += red[w];
   return t;
 }
+
+// out[row] = the argmax; prob[row] (when prob is set) = its probability under the plain softmax,
+// 1 / sum_j e^(l_j - l_max), as the CPU sampler reports a greedy token's.
+__global__ void argmax_kernel(const float* logits, int vocab, int* out, float* prob) {
+  const float* row = logits + int64_t(blockIdx.x) * vocab;
+  float v = -INFINITY;
+  int idx = vocab;   // past the end: loses every tie
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) better(v, idx, row[j], j);
+  for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
+  __shared__ float sv[kThreads / 32];
+  __shared__ int si[kThreads / 32];
+  __shared__ float red[kThreads / 32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) sv[warp] = v, si[warp] = idx;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kThreads / 32 ? sv[lane] : -INFINITY;
+    idx = lane < kThreads / 32 ? si[lane] : vocab;
+    for (int o = 16; o > 0; o >>= 1)
+      better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
+    if (lane == 0) {
+      out[blockIdx.x] = idx < vocab ? idx : 0;
+      sv[0] = v;   // warp 0's lanes read sv before the shuffles above
+    }
+  }
+  if (!prob) return;   // the same for the whole block
+  __syncthreads();
+  const float mx = sv[0];
+  float sum = 0.0f;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) sum += expf(row[j] - mx);
+  sum = block_sum(sum, red);
+  if (threadIdx.x == 0) prob[blockIdx.x] = 1.0f / sum;
+}
+
+// Float keys ordered as unsigned integers (larger float, larger key; NaN sorts above +inf and
+// is never kept because its probability is NaN... callers pass finite logits).
+__device__ __forceinline__ unsigned order_key(float f) {
+  const unsigned u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 
 // One block per row: temperature softmax, the top-k and top-p thresholds found by bisection on
 // the logits' order keys (each step one block-wide count or probability sum, so nothing is
@@ -170,9 +184,9 @@ cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const Device
   return cudaGetLastError();
 }
 
-cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, cudaStream_t s) {
+cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, float* prob, cudaStream_t s) {
   if (n_rows <= 0 || vocab <= 0) return cudaSuccess;
-  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, argmax_kernel)(logits, vocab, out);
+  LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, argmax_kernel)(logits, vocab, out, prob);
   return cudaGetLastError();
 }
 

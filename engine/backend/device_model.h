@@ -19,6 +19,15 @@
 
 namespace llmwb {
 
+// Logits rows the device reduces itself (greedy sampling without a repetition penalty): only
+// their argmax (lowest id on ties, as the CPU sampler) and its probability under the plain
+// softmax come back, not vocab_size floats each.
+struct DeviceGreedy {
+  std::vector<uint8_t> rows;   // per logits row: 1 = reduce on the device (that row of `logits` is not written)
+  std::vector<int> token;      // out, per logits row (meaningful where rows[r] is 1)
+  std::vector<float> prob;     // out
+};
+
 class DeviceModel {
  public:
   virtual ~DeviceModel() = default;
@@ -28,8 +37,13 @@ class DeviceModel {
   virtual uint64_t free_memory_bytes() const = 0;
   // Allocates the KV pool: num_blocks blocks of block_size tokens, all layers, K and V, f32.
   virtual void allocate_kv(int num_blocks, int block_size) = 0;
-  // As LlamaModel::forward, against the device's own KV pool.
-  virtual void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) = 0;
+  // As LlamaModel::forward, against the device's own KV pool. With `greedy`, the rows it marks
+  // come back as their argmax and probability (greedy->token / prob) instead of logits.
+  virtual void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
+                       DeviceGreedy* greedy) = 0;
+  void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
+    forward(batch, logits, record_layer, record, nullptr);
+  }
   // Copy-on-write: whole blocks src -> dst, all layers, K and V.
   virtual void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -99,6 +100,9 @@ struct Engine::Impl {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KVCache> kv;              // CPU backend's KV pool
   std::unique_ptr<DeviceModel> device;      // --backend cuda: runs the forward pass and owns its KV pool
+  // Greedy rows reduced on the device (DeviceGreedy); LLMWB_DEVICE_ARGMAX=0 copies every row back
+  // and samples on the host instead (same tokens; for A/B figures).
+  bool device_argmax = true;
   uint64_t kv_bytes = 0;
   std::unique_ptr<BlockManager> blocks;
   std::unique_ptr<Scheduler> sched;
@@ -173,6 +177,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (cfg.backend == "cuda") {
     report(0.9, "uploading weights to the GPU");
     device = make_cuda_model(file->config, weights);
+    if (const char* e = std::getenv("LLMWB_DEVICE_ARGMAX"); e && std::string(e) == "0") device_argmax = false;
   }
   backend = std::make_unique<CpuBackend>(cfg.threads);
   if (!device) {
@@ -516,10 +521,25 @@ std::vector<RequestOutput> Engine::step() {
     const int vocab = m.file->config.vocab_size;
     m.logits.resize(static_cast<size_t>(batch.num_logit_rows) * vocab);
     AttentionRecord rec;
+    // Rows whose token is the plain argmax (greedy, no repetition penalty, not a parallel-sampling
+    // prompt about to fork) are reduced on the device: one int and one float come back, not a row.
+    DeviceGreedy greedy;
+    if (m.device && m.device_argmax) {
+      greedy.rows.assign(static_cast<size_t>(batch.num_logit_rows), 0);
+      for (size_t i = 0; i < so.scheduled.size(); ++i) {
+        const int row = batch.seqs[i].logits_row;
+        if (row < 0) continue;
+        const auto [req, st] = m.by_seq.at(so.scheduled[i].seq->seq_id);
+        const SamplingParams& p = req->params;
+        const bool forks = p.n > 1 && !req->forked && st->seq->sample_index == 0;
+        greedy.rows[static_cast<size_t>(row)] = p.temperature <= 0.f && p.repetition_penalty == 1.0f && !forks;
+      }
+    }
     const auto t1 = Clock::now();
     std::optional<TraceRange> fwd_range(std::in_place, "forward");
     if (m.device)
-      m.device->forward(batch, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
+      m.device->forward(batch, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr,
+                        greedy.rows.empty() ? nullptr : &greedy);
     else
       m.model->forward(batch, *m.kv, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
     t_fwd = seconds_since(t1);
@@ -568,7 +588,10 @@ std::vector<RequestOutput> Engine::step() {
           m.on_token(*req, *cs, r.token, r.prob);
         }
       }
-      SampleResult r = m.sampler.sample(lrow, vocab, req->params, st->rng, st->seq->tokens);
+      const bool on_device = !greedy.token.empty() && greedy.rows[static_cast<size_t>(row)];
+      const SampleResult r = on_device ? SampleResult{greedy.token[static_cast<size_t>(row)],
+                                                      greedy.prob[static_cast<size_t>(row)]}
+                                       : m.sampler.sample(lrow, vocab, req->params, st->rng, st->seq->tokens);
       m.on_token(*req, *st, r.token, r.prob);
     }
     t_sample = seconds_since(t2);

@@ -283,7 +283,7 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
   EXPECT_EQ(to_host<float>(dv, pool), hv);
 }
 
-TEST(CudaKernels, ArgmaxTakesTheLowestIdOnTies) {
+TEST(CudaKernels, ArgmaxTakesTheLowestIdOnTiesAndReportsItsSoftmaxProbability) {
   LLMWB_REQUIRE_GPU();
   std::mt19937_64 rng(std::random_device{}());
   const int rows = 5, vocab = 32003;
@@ -294,11 +294,23 @@ TEST(CudaKernels, ArgmaxTakesTheLowestIdOnTies) {
   const DeviceBuffer dl = to_device(l);
   DeviceBuffer out(sizeof(int) * rows);
   LLMWB_CUDA(cudaMemset(out.as(), 0xFF, sizeof(int) * rows));
-  LLMWB_CUDA(cuda::argmax_rows(dl.as<float>(), rows, vocab, out.as<int>(), nullptr));
+  LLMWB_CUDA(cuda::argmax_rows(dl.as<float>(), rows, vocab, out.as<int>(), nullptr, nullptr));
   const std::vector<int> got = to_host<int>(out, rows);
   for (int r = 0; r < rows; ++r)
     EXPECT_EQ(got[r], std::max_element(l.begin() + size_t(r) * vocab, l.begin() + size_t(r + 1) * vocab) -
                           (l.begin() + size_t(r) * vocab));
+  // With the probability: the same ids, and 1 / sum e^(l - max) against float64.
+  LLMWB_CUDA(cudaMemset(out.as(), 0xFF, sizeof(int) * rows));
+  const DeviceBuffer prob = poisoned(rows);
+  LLMWB_CUDA(cuda::argmax_rows(dl.as<float>(), rows, vocab, out.as<int>(), prob.as<float>(), nullptr));
+  EXPECT_EQ(to_host<int>(out, rows), got);
+  const std::vector<float> p = to_host<float>(prob, rows);
+  for (int r = 0; r < rows; ++r) {
+    const float* row = l.data() + size_t(r) * vocab;
+    double sum = 0;
+    for (int j = 0; j < vocab; ++j) sum += std::exp(double(row[j]) - double(row[got[size_t(r)]]));
+    EXPECT_NEAR(p[size_t(r)], 1.0 / sum, 1e-5 / sum) << "row " << r;
+  }
 }
 
 // ---- attention --------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 // weight format (prefill through cuBLAS, decode through the GEMV, GQA, paged K/V), stories260K's
 // published greedy text through --backend cuda, and the engine's scheduler on CUDA (batched ==
 // sequential, copy-on-write through parallel samples, block accounting, attention capture).
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
@@ -173,6 +175,52 @@ TEST(CudaModel, Stories260KGreedyFromBosMatchesThePublishedText) {
   EXPECT_EQ(t, reference_text());
 }
 
+// Rows marked greedy come back as their argmax and softmax probability, the other rows' logits
+// exactly as without the marks (the same step run twice rewrites the same K/V).
+TEST(CudaModel, GreedyRowsReducedOnTheDeviceEqualTheHostArgmax) {
+  LLMWB_REQUIRE_GPU();
+  auto file = load_model_file(make_random_model(DType::F16, 256, 512, 8, 2, 700, 21));
+  const ModelConfig& c = file->config;
+  cuda::CudaModel gpu(c, LlamaWeights::bind(*file));
+  gpu.allocate_kv(16, 16);
+  const std::vector<std::vector<int>> tables{{3, 7}, {1}, {0, 9}};
+  ForwardBatch b;
+  const int lens[3] = {17, 4, 9};
+  for (int s = 0; s < 3; ++s) {
+    ForwardSeq fs;
+    fs.first = static_cast<int>(b.tokens.size());
+    fs.n_tokens = lens[s];
+    fs.block_table = &tables[size_t(s)];
+    fs.logits_row = b.num_logit_rows++;
+    for (int i = 0; i < lens[s]; ++i) b.tokens.push_back((s * 131 + i * 17) % c.vocab_size);
+    b.seqs.push_back(fs);
+  }
+  const size_t V = size_t(c.vocab_size);
+  std::vector<float> all(3 * V, NAN), part(3 * V, NAN);
+  gpu.forward(b, all.data(), -1, nullptr);
+  DeviceGreedy greedy;
+  greedy.rows = {1, 0, 1};
+  gpu.forward(b, part.data(), -1, nullptr, &greedy);
+  ASSERT_EQ(greedy.token.size(), 3u);
+  for (int r : {0, 2}) {
+    const float* row = all.data() + size_t(r) * V;
+    const int best = static_cast<int>(std::max_element(row, row + V) - row);
+    EXPECT_EQ(greedy.token[size_t(r)], best) << "row " << r;
+    double sum = 0;
+    for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[best]);
+    EXPECT_NEAR(greedy.prob[size_t(r)], 1.0 / sum, 1e-5) << "row " << r;
+    EXPECT_TRUE(std::isnan(part[size_t(r) * V])) << "a greedy row's logits were copied back";
+  }
+  EXPECT_EQ(0, std::memcmp(all.data() + V, part.data() + V, sizeof(float) * V)) << "the sampled row changed";
+  // Every row greedy: no logits row at all.
+  greedy.rows = {1, 1, 1};
+  std::vector<float> none(3 * V, NAN);
+  gpu.forward(b, none.data(), -1, nullptr, &greedy);
+  for (float v : none) ASSERT_TRUE(std::isnan(v));
+  greedy.rows = {1, 1};
+  EXPECT_THROW(gpu.forward(b, none.data(), -1, nullptr, &greedy), Error) << "flags for 2 of 3 rows";
+}
+
 std::vector<std::string> prompts() {
   return {"Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big"};
 }
@@ -196,6 +244,34 @@ TEST(CudaScheduler, BatchedEqualsSequentialAndEqualsTheCpu) {
   const StepTelemetry& t = batched.engine().telemetry();
   EXPECT_EQ(t.blocks_used, 0);
   EXPECT_EQ(t.blocks_free + t.blocks_cached, t.blocks_total);
+}
+
+// Greedy and sampled requests in one batch: the greedy rows reduced on the device, the sampled
+// ones from copied-back logits, give the texts of copying every row back (LLMWB_DEVICE_ARGMAX=0).
+TEST(CudaScheduler, DeviceArgmaxGivesTheTextsOfHostSampling) {
+  LLMWB_REQUIRE_GPU();
+  auto run = [](const char* device_argmax) {
+    setenv("LLMWB_DEVICE_ARGMAX", device_argmax, 1);
+    LLM llm(stories_config("cuda"));
+    unsetenv("LLMWB_DEVICE_ARGMAX");
+    std::vector<SamplingParams> ps(4);
+    for (int i = 0; i < 4; ++i) {
+      ps[size_t(i)].max_tokens = 40;
+      ps[size_t(i)].temperature = i % 2 ? 0.8f : 0.0f;   // greedy, sampled, greedy, sampled
+      ps[size_t(i)].top_k = i == 3 ? 20 : 0;
+      ps[size_t(i)].seed = 100 + i;
+    }
+    std::vector<std::string> texts;
+    for (int i = 0; i < 4; ++i) llm.engine().add_request(prompts()[size_t(i)], ps[size_t(i)]);
+    std::map<uint64_t, std::string> by_id;
+    while (llm.engine().has_unfinished())
+      for (const RequestOutput& o : llm.engine().step()) by_id[o.request_id] = o.outputs[0].text;
+    for (auto& [id, t] : by_id) texts.push_back(t);
+    return texts;
+  };
+  const auto on = run("1"), off = run("0");
+  ASSERT_EQ(on.size(), 4u);
+  EXPECT_EQ(on, off);
 }
 
 TEST(CudaScheduler, ParallelSamplesShareThePromptThroughCopyOnWrite) {

@@ -299,7 +299,8 @@ int next_pow2(int n) {
 
 }  // namespace
 
-void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
+void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
+                        DeviceGreedy* greedy) {
   const int n = static_cast<int>(batch.tokens.size());
   if (n == 0) return;
   if (num_blocks_ == 0) throw Error("cuda forward", "the KV pool is not allocated");
@@ -347,10 +348,42 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
     enqueue(ab, n, nl, rs, rs ? record_layer : -1, rec_stride);
   }
   const cudaStream_t s = stream_.get();
-  if (nl > 0) {
-    NvtxRange copy("copy logits");
-    LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as(), logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size,
+  // Greedy rows: argmax and probability on the device (after the graph, never captured), and only
+  // the other rows' logits cross the bus.
+  const size_t V = size_t(c.vocab_size);
+  std::vector<uint8_t> keep(size_t(std::max(nl, 0)), 1);   // logits rows to copy back
+  int n_greedy = 0;
+  if (greedy && nl > 0) {
+    if (greedy->rows.size() != size_t(nl))
+      throw Error("cuda forward", "greedy rows: " + std::to_string(greedy->rows.size()) + " flags for " +
+                                      std::to_string(nl) + " logits rows");
+    for (int r = 0; r < nl; ++r)
+      if (greedy->rows[size_t(r)]) keep[size_t(r)] = 0, ++n_greedy;
+  }
+  if (n_greedy > 0) {
+    NvtxRange argmax("argmax");
+    d_greedy_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
+    h_greedy_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
+    int* d_tok = d_greedy_.as<int>();
+    float* d_prob = reinterpret_cast<float*>(d_tok + nl);
+    LLMWB_CUDA(argmax_rows(logits_.as<float>(), nl, c.vocab_size, d_tok, d_prob, s));
+    LLMWB_CUDA(cudaMemcpyAsync(h_greedy_.as(), d_tok, size_t(nl) * (sizeof(int) + sizeof(float)),
                                cudaMemcpyDeviceToHost, s));
+  }
+  if (nl > n_greedy) {
+    NvtxRange copy("copy logits");
+    // Runs of consecutive kept rows, one copy each (all rows: one copy).
+    for (int r = 0; r < nl;) {
+      if (!keep[size_t(r)]) {
+        ++r;
+        continue;
+      }
+      int e = r;
+      while (e < nl && keep[size_t(e)]) ++e;
+      LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as<float>() + size_t(r) * V, logits_.as<float>() + size_t(r) * V,
+                                 sizeof(float) * size_t(e - r) * V, cudaMemcpyDeviceToHost, s));
+      r = e;
+    }
   }
   const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
   const size_t rec_floats = rs ? size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride) : 0;
@@ -361,7 +394,16 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   }
   // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
   stream_.sync();
-  if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * c.vocab_size);
+  if (n_greedy == 0) {
+    if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * V);
+  } else {
+    for (int r = 0; r < nl; ++r)
+      if (keep[size_t(r)]) std::memcpy(logits + size_t(r) * V, h_logits_.as<float>() + size_t(r) * V, sizeof(float) * V);
+    const int* tok = h_greedy_.as<int>();
+    const float* prob = reinterpret_cast<const float*>(tok + nl);
+    greedy->token.assign(tok, tok + nl);
+    greedy->prob.assign(prob, prob + nl);
+  }
   if (rs) {
     record->layer = record_layer;
     record->n_heads = c.n_heads;

@@ -34,7 +34,9 @@ class CudaModel final : public DeviceModel {
   std::string describe() const override;
   uint64_t free_memory_bytes() const override;
   void allocate_kv(int num_blocks, int block_size) override;
-  void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) override;
+  using DeviceModel::forward;
+  void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
+               DeviceGreedy* greedy) override;
   void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
 
   // y = W x over n_rows tokens (device pointers); public for the benchmarks.
@@ -96,8 +98,8 @@ class CudaModel final : public DeviceModel {
   DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, attn_ws_,
       weights_rec_;
   // Per-step metadata, packed: host (pinned) and device copies; meta_ holds the offsets.
-  PinnedBuffer h_meta_, h_logits_, h_weights_rec_;
-  DeviceBuffer d_meta_, d_pairs_;
+  PinnedBuffer h_meta_, h_logits_, h_weights_rec_, h_greedy_;
+  DeviceBuffer d_meta_, d_pairs_, d_greedy_;   // greedy rows: nl ints, then nl floats
   struct Meta {
     int n_rows = 0, n_seqs = 0, n_tiles = 0, max_ctx = 0, n_logit_rows = 0;
     size_t tokens = 0, positions = 0, row_seq = 0, seq_table = 0, tables = 0, tile_first = 0, tile_rows = 0,
