@@ -115,15 +115,17 @@ cudaError_t attention_naive(const float* q, const float* k_layer, const float* v
 cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, float* prob, cudaStream_t s);
 // Per-row sampling parameters (a device array, one per row).
 struct DeviceSampling {
-  float temperature = 1.0f;   // <= 0: greedy
+  float temperature = 1.0f;   // <= 0: greedy (the argmax; prob as argmax_rows)
   int top_k = 0;              // 0 or >= vocab: off
   float top_p = 1.0f;         // 1: off
-  float u = 0.0f;             // uniform in [0, 1), drawn by the host (the sequence's RNG)
+  float min_p = 0.0f;         // 0: off
+  double u = 0.0;             // uniform in [0, 1), drawn by the host from the sequence's RNG
 };
-// out[r] = a token drawn from softmax(logits[r] / temperature) restricted to the tokens whose
-// logit is >= the k-th largest (top-k) and then to the most likely tokens holding top_p of the
-// remaining mass (top-p; ties at either boundary stay), by inverse CDF over token ids at u;
-// prob[r] = its probability in the restricted distribution.
+// out[r] = the token the CPU sampler (engine/sample/sampler.cpp, without repetition penalty)
+// draws from logits[r] with these parameters and uniform u: softmax at temperature, candidates in
+// descending probability (ties to the lower id), top-k, then top-p (of the whole mass), then
+// min-p, renormalized; the first candidate whose running probability exceeds u. prob[r] = its
+// probability in that distribution.
 cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const DeviceSampling* params, int* out,
                         float* prob, cudaStream_t s);
 

@@ -1,7 +1,7 @@
-// sampling.cu — sampling on the device: the argmax of each logits row, and temperature /
-// top-k / top-p sampling from a uniform number the host draws, so a decode step could copy back
-// one int per sequence instead of a vocabulary of floats (the engine still samples on the host:
-// see docs/CUDA.md).
+// sampling.cu — sampling on the device: the argmax of each logits row, and temperature / top-k /
+// top-p / min-p sampling from a uniform number the host draws from the sequence's RNG, both as
+// the CPU sampler defines them (same candidates, same order, same token for the same u), so a
+// decode step copies back an int and a float per sequence instead of a vocabulary of floats.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,159 +19,167 @@ __device__ __forceinline__ void better(float& v, int& i, float v2, int i2) {
   if (v2 > v || (v2 == v && i2 < i) || (v != v && v2 == v2)) v = v2, i = i2;   // NaN loses
 }
 
-__device__ float block_sum(float v, float* red) {
+__device__ double block_sum(double v, double* red) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __syncthreads();
   if (lane == 0) red[warp] = v;
   __syncthreads();
-  float t = 0.0f;
+  double t = 0.0;
   for (int w = 0; w < kThreads / 32; ++w) t += red[w];
   return t;
 }
 
-// out[row] = the argmax; prob[row] (when prob is set) = its probability under the plain softmax,
-// 1 / sum_j e^(l_j - l_max), as the CPU sampler reports a greedy token's.
-__global__ void argmax_kernel(const float* logits, int vocab, int* out, float* prob) {
-  const float* row = logits + int64_t(blockIdx.x) * vocab;
+__device__ uint64_t block_min(uint64_t v, uint64_t* red) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const uint64_t o2 = __shfl_xor_sync(0xffffffffu, v, o);
+    v = o2 < v ? o2 : v;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  uint64_t t = red[0];
+  for (int w = 1; w < kThreads / 32; ++w) t = red[w] < t ? red[w] : t;
+  return t;
+}
+
+// The row's largest logit and its id (the lowest id on ties), in every thread.
+__device__ void row_max(const float* row, int vocab, float& mx, int& best) {
+  __shared__ float sv[kThreads / 32];
+  __shared__ int si[kThreads / 32];
   float v = -INFINITY;
   int idx = vocab;   // past the end: loses every tie
   for (int j = threadIdx.x; j < vocab; j += blockDim.x) better(v, idx, row[j], j);
   for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-  __shared__ float sv[kThreads / 32];
-  __shared__ int si[kThreads / 32];
-  __shared__ float red[kThreads / 32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();   // sv / si of a previous call are consumed
   if (lane == 0) sv[warp] = v, si[warp] = idx;
   __syncthreads();
-  if (warp == 0) {
-    v = lane < kThreads / 32 ? sv[lane] : -INFINITY;
-    idx = lane < kThreads / 32 ? si[lane] : vocab;
-    for (int o = 16; o > 0; o >>= 1)
-      better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-    if (lane == 0) {
-      out[blockIdx.x] = idx < vocab ? idx : 0;
-      sv[0] = v;   // warp 0's lanes read sv before the shuffles above
-    }
+  mx = sv[0];
+  best = si[0];
+  for (int w = 1; w < kThreads / 32; ++w) better(mx, best, sv[w], si[w]);
+}
+
+// 1 / sum_j e^(l_j - max) in double: the CPU sampler's probability of a greedy token.
+__device__ float greedy_prob(const float* row, int vocab, float mx, double* red) {
+  double sum = 0.0;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) sum += exp(double(row[j]) - double(mx));
+  return static_cast<float>(1.0 / block_sum(sum, red));
+}
+
+// out[row] = the argmax; prob[row] (when prob is set) = its probability under the plain softmax.
+__global__ void argmax_kernel(const float* logits, int vocab, int* out, float* prob) {
+  __shared__ double red[kThreads / 32];
+  const float* row = logits + int64_t(blockIdx.x) * vocab;
+  float mx;
+  int best;
+  row_max(row, vocab, mx, best);
+  const float pr = prob ? greedy_prob(row, vocab, mx, red) : 0.0f;   // prob is the same for the whole block
+  if (threadIdx.x == 0) {
+    out[blockIdx.x] = best < vocab ? best : 0;
+    if (prob) prob[blockIdx.x] = pr;
   }
-  if (!prob) return;   // the same for the whole block
-  __syncthreads();
-  const float mx = sv[0];
-  float sum = 0.0f;
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x) sum += expf(row[j] - mx);
-  sum = block_sum(sum, red);
-  if (threadIdx.x == 0) prob[blockIdx.x] = 1.0f / sum;
 }
 
-// Float keys ordered as unsigned integers (larger float, larger key; NaN sorts above +inf and
-// is never kept because its probability is NaN... callers pass finite logits).
-__device__ __forceinline__ unsigned order_key(float f) {
-  const unsigned u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+// The CPU sampler's candidate order as one integer: a larger key comes first (a larger
+// probability, then the lower id). e >= 0, so its float bits order as its value.
+__device__ __forceinline__ uint64_t rank_key(float e, int id) {
+  return (uint64_t(__float_as_uint(e)) << 32) | uint64_t(0xFFFFFFFFu - unsigned(id));
 }
 
+// The largest K >= lo for which the block-uniform, non-increasing predicate holds, given that it
+// holds at lo: one bit at a time from the top (64 block-wide reductions).
+template <class Pred>
+__device__ uint64_t largest_key(uint64_t lo, Pred&& holds) {
+  uint64_t k = 0;
+  for (int bit = 63; bit >= 0; --bit) {
+    const uint64_t cand = k | (uint64_t(1) << bit);
+    if (cand <= lo || holds(cand)) k = cand;
+  }
+  return k < lo ? lo : k;
+}
 
-// One block per row: temperature softmax, the top-k and top-p thresholds found by bisection on
-// the logits' order keys (each step one block-wide count or probability sum, so nothing is
-// sorted), then inverse-CDF sampling in token-id order with the row's uniform u.
+// One block per row, the CPU sampler's definition (engine/sample/sampler.cpp) step by step:
+// e_j = expf((l_j - max) / T); candidates in descending e, ties to the lower id; top-k keeps
+// the first k; top-p the shortest prefix whose mass (of all e) reaches top_p; min-p the prefix
+// with e >= min_p (e of the most likely is 1); probabilities renormalized over the kept set as
+// floats; then the first candidate whose running sum (double) exceeds u. Each cut is a key
+// found by bisection over the rank keys (block-wide counts and sums; nothing is sorted).
 __global__ void sample_kernel(const float* logits, int vocab, const DeviceSampling* params, int* out, float* prob) {
-  __shared__ float red[kThreads / 32];
-  __shared__ float scan[kThreads];
-  __shared__ int found;
+  __shared__ double red[kThreads / 32];
+  __shared__ uint64_t redk[kThreads / 32];
   const float* row = logits + int64_t(blockIdx.x) * vocab;
   const DeviceSampling p = params[blockIdx.x];
-  // Greedy and the maximum.
-  float v = -INFINITY;
-  int idx = vocab;
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x) better(v, idx, row[j], j);
-  for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-  __shared__ float sv[kThreads / 32];
-  __shared__ int si[kThreads / 32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) sv[warp] = v, si[warp] = idx;
-  __syncthreads();
-  float mx = sv[0];
-  int best = si[0];
-  for (int w = 1; w < kThreads / 32; ++w) better(mx, best, sv[w], si[w]);
-  if (p.temperature <= 0.0f) {
-    if (threadIdx.x == 0) out[blockIdx.x] = best < vocab ? best : 0, prob[blockIdx.x] = 1.0f;
+  float mx;
+  int best;
+  row_max(row, vocab, mx, best);
+  if (!(p.temperature > 0.0f)) {
+    const float pr = greedy_prob(row, vocab, mx, red);
+    if (threadIdx.x == 0) out[blockIdx.x] = best < vocab ? best : 0, prob[blockIdx.x] = pr;
     return;
   }
-  const float inv_t = 1.0f / p.temperature;
-  auto weight = [&](float x) { return __expf((x - mx) * inv_t); };
-  // Top-k: the largest key K with at least k keys >= K (ties at the boundary all stay).
-  unsigned lo = 0;
+  const float T = p.temperature;
+  auto e_of = [&](float x) { return expf((x - mx) / T); };
+  double s = 0.0;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += double(e_of(row[j]));
+  const double sum = block_sum(s, red);
+  // Kept: key >= cut (top-k, top-p) and e >= min_p.
+  uint64_t cut = 0;
   if (p.top_k > 0 && p.top_k < vocab) {
-    for (int bit = 31; bit >= 0; --bit) {
-      const unsigned cand = lo | (1u << bit);
-      float cnt = 0.0f;
-      for (int j = threadIdx.x; j < vocab; j += blockDim.x) cnt += order_key(row[j]) >= cand ? 1.0f : 0.0f;
-      if (block_sum(cnt, red) >= static_cast<float>(p.top_k)) lo = cand;
-    }
+    cut = largest_key(0, [&](uint64_t K) {
+      double n = 0.0;
+      for (int j = threadIdx.x; j < vocab; j += blockDim.x) n += rank_key(e_of(row[j]), j) >= K ? 1.0 : 0.0;
+      return block_sum(n, red) >= double(p.top_k);
+    });
   }
-  // Top-p: the largest key K2 >= lo whose tokens (key >= K2) hold at least top_p of the mass.
-  if (p.top_p < 1.0f) {
-    float mass = 0.0f;
-    for (int j = threadIdx.x; j < vocab; j += blockDim.x)
-      if (order_key(row[j]) >= lo) mass += weight(row[j]);
-    const float need = p.top_p * block_sum(mass, red);
-    // Binary search on [lo, 2^32): mass(key >= good) >= need holds at good = lo, not at bad.
-    uint64_t good = lo, bad = uint64_t(1) << 32;
-    while (bad - good > 1) {
-      const uint64_t mid = good + (bad - good) / 2;
-      const unsigned cand = static_cast<unsigned>(mid);
-      float m2 = 0.0f;
-      for (int j = threadIdx.x; j < vocab; j += blockDim.x)
-        if (order_key(row[j]) >= cand) m2 += weight(row[j]);
-      if (block_sum(m2, red) >= need)
-        good = mid;
-      else
-        bad = mid;
+  auto mass_from = [&](uint64_t K) {   // sum of e / sum over the candidates from K on (within the cut)
+    double m = 0.0;
+    for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+      const float e = e_of(row[j]);
+      const uint64_t key = rank_key(e, j);
+      if (key >= K && key >= cut) m += double(e) / sum;
     }
-    const unsigned k2 = static_cast<unsigned>(good);
-    lo = k2;
+    return block_sum(m, red);
+  };
+  if (p.top_p < 1.0f && mass_from(cut) >= double(p.top_p))
+    cut = largest_key(cut, [&](uint64_t K) { return mass_from(K) >= double(p.top_p); });
+  const double thr = double(p.min_p);   // times the most likely token's e, which is 1
+  auto kept = [&](float e, uint64_t key) { return key >= cut && (p.min_p <= 0.0f || double(e) >= thr); };
+  double k = 0.0;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+    const float e = e_of(row[j]);
+    if (kept(e, rank_key(e, j))) k += double(e);
   }
-  // Inverse CDF in id order: each thread sums a contiguous chunk, an exclusive scan over the
-  // chunks, and the chunk holding the crossing walks its ids.
-  const int chunk = (vocab + kThreads - 1) / kThreads;
-  const int b0 = threadIdx.x * chunk, b1 = min(vocab, b0 + chunk);
-  float local = 0.0f;
-  for (int j = b0; j < b1; ++j)
-    if (order_key(row[j]) >= lo) local += weight(row[j]);
-  scan[threadIdx.x] = local;
-  if (threadIdx.x == 0) found = -1;
-  __syncthreads();
+  const double kept_sum = block_sum(k, red);
+  auto pf = [&](float e) { return static_cast<float>(double(e) / kept_sum); };
+  auto cdf_from = [&](uint64_t K) {   // running sum of the kept probabilities up to the candidate at K
+    double m = 0.0;
+    for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+      const float e = e_of(row[j]);
+      const uint64_t key = rank_key(e, j);
+      if (key >= K && kept(e, key)) m += double(pf(e));
+    }
+    return block_sum(m, red);
+  };
+  uint64_t chosen;
+  if (cdf_from(0) > p.u) {
+    chosen = largest_key(0, [&](uint64_t K) { return cdf_from(K) > p.u; });
+  } else {
+    // Rounding left u past the last candidate: the CPU sampler takes the last one with p > 0.
+    uint64_t lo = ~uint64_t(0);
+    for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+      const float e = e_of(row[j]);
+      const uint64_t key = rank_key(e, j);
+      if (kept(e, key) && pf(e) > 0.0f && key < lo) lo = key;
+    }
+    chosen = block_min(lo, redk);
+  }
   if (threadIdx.x == 0) {
-    float run = 0.0f;
-    for (int t = 0; t < kThreads; ++t) {
-      const float x = scan[t];
-      scan[t] = run;
-      run += x;
-    }
-    red[0] = run;   // total kept mass
-  }
-  __syncthreads();
-  const float total = red[0];
-  const float target = p.u * total;
-  if (local > 0.0f && scan[threadIdx.x] <= target && target < scan[threadIdx.x] + local) {
-    // Summed in the order `local` was, so the walk reaches `local` > rem and must cross.
-    const float rem = target - scan[threadIdx.x];
-    float run = 0.0f;
-    for (int j = b0; j < b1; ++j) {
-      if (order_key(row[j]) < lo) continue;
-      run += weight(row[j]);
-      if (run > rem) {
-        found = j;
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    // Rounding can leave the target past the last crossing: take the most likely token then.
-    const int tok = found >= 0 ? found : (best < vocab ? best : 0);
+    int tok = static_cast<int>(0xFFFFFFFFu - unsigned(chosen & 0xFFFFFFFFu));
+    if (tok < 0 || tok >= vocab) tok = best < vocab ? best : 0;
     out[blockIdx.x] = tok;
-    prob[blockIdx.x] = weight(row[tok]) / total;
+    prob[blockIdx.x] = pf(e_of(row[tok]));
   }
 }
 

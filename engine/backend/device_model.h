@@ -19,13 +19,20 @@
 
 namespace llmwb {
 
-// Logits rows the device reduces itself (greedy sampling without a repetition penalty): only
-// their argmax (lowest id on ties, as the CPU sampler) and its probability under the plain
-// softmax come back, not vocab_size floats each.
-struct DeviceGreedy {
-  std::vector<uint8_t> rows;   // per logits row: 1 = reduce on the device (that row of `logits` is not written)
-  std::vector<int> token;      // out, per logits row (meaningful where rows[r] is 1)
-  std::vector<float> prob;     // out
+// Logits rows the device samples itself, as the CPU sampler would (engine/sample/sampler.h, no
+// repetition penalty): only the token and its probability come back, not vocab_size floats.
+struct DeviceRowSampling {
+  float temperature = 0.0f;   // <= 0: greedy (the argmax, lowest id on ties; prob under the plain softmax)
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double u = 0.0;             // the sequence's next uniform (its Rng), for temperature > 0
+};
+struct DeviceSampled {
+  std::vector<uint8_t> rows;                // per logits row: 1 = sampled on the device (that row of `logits` is not written)
+  std::vector<DeviceRowSampling> params;    // per logits row (read where rows[r] is 1)
+  std::vector<int> token;                   // out, per logits row
+  std::vector<float> prob;                  // out
 };
 
 class DeviceModel {
@@ -37,10 +44,10 @@ class DeviceModel {
   virtual uint64_t free_memory_bytes() const = 0;
   // Allocates the KV pool: num_blocks blocks of block_size tokens, all layers, K and V, f32.
   virtual void allocate_kv(int num_blocks, int block_size) = 0;
-  // As LlamaModel::forward, against the device's own KV pool. With `greedy`, the rows it marks
-  // come back as their argmax and probability (greedy->token / prob) instead of logits.
+  // As LlamaModel::forward, against the device's own KV pool. With `sampled`, the rows it marks
+  // come back as a sampled token and its probability (sampled->token / prob) instead of logits.
   virtual void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
-                       DeviceGreedy* greedy) = 0;
+                       DeviceSampled* sampled) = 0;
   void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record) {
     forward(batch, logits, record_layer, record, nullptr);
   }

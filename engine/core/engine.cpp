@@ -100,9 +100,9 @@ struct Engine::Impl {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KVCache> kv;              // CPU backend's KV pool
   std::unique_ptr<DeviceModel> device;      // --backend cuda: runs the forward pass and owns its KV pool
-  // Greedy rows reduced on the device (DeviceGreedy); LLMWB_DEVICE_ARGMAX=0 copies every row back
-  // and samples on the host instead (same tokens; for A/B figures).
-  bool device_argmax = true;
+  // Rows sampled on the device (DeviceSampled); LLMWB_DEVICE_SAMPLING=0 copies every row back and
+  // samples on the host instead (the same tokens; for A/B figures).
+  bool device_sampling = true;
   uint64_t kv_bytes = 0;
   std::unique_ptr<BlockManager> blocks;
   std::unique_ptr<Scheduler> sched;
@@ -177,7 +177,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (cfg.backend == "cuda") {
     report(0.9, "uploading weights to the GPU");
     device = make_cuda_model(file->config, weights);
-    if (const char* e = std::getenv("LLMWB_DEVICE_ARGMAX"); e && std::string(e) == "0") device_argmax = false;
+    if (const char* e = std::getenv("LLMWB_DEVICE_SAMPLING"); e && std::string(e) == "0") device_sampling = false;
   }
   backend = std::make_unique<CpuBackend>(cfg.threads);
   if (!device) {
@@ -521,25 +521,35 @@ std::vector<RequestOutput> Engine::step() {
     const int vocab = m.file->config.vocab_size;
     m.logits.resize(static_cast<size_t>(batch.num_logit_rows) * vocab);
     AttentionRecord rec;
-    // Rows whose token is the plain argmax (greedy, no repetition penalty, not a parallel-sampling
-    // prompt about to fork) are reduced on the device: one int and one float come back, not a row.
-    DeviceGreedy greedy;
-    if (m.device && m.device_argmax) {
-      greedy.rows.assign(static_cast<size_t>(batch.num_logit_rows), 0);
+    // Rows the device can sample as the host would (no repetition penalty, not a parallel-sampling
+    // prompt about to fork) are sampled there: one int and one float come back, not a row of
+    // logits. A sampled row takes its uniform from the sequence's Rng now, as the host sampler
+    // would take it below.
+    DeviceSampled dev;
+    if (m.device && m.device_sampling) {
+      dev.rows.assign(static_cast<size_t>(batch.num_logit_rows), 0);
+      dev.params.assign(static_cast<size_t>(batch.num_logit_rows), {});
       for (size_t i = 0; i < so.scheduled.size(); ++i) {
         const int row = batch.seqs[i].logits_row;
         if (row < 0) continue;
         const auto [req, st] = m.by_seq.at(so.scheduled[i].seq->seq_id);
         const SamplingParams& p = req->params;
         const bool forks = p.n > 1 && !req->forked && st->seq->sample_index == 0;
-        greedy.rows[static_cast<size_t>(row)] = p.temperature <= 0.f && p.repetition_penalty == 1.0f && !forks;
+        if (p.repetition_penalty != 1.0f || forks || st->done) continue;
+        DeviceRowSampling& d = dev.params[static_cast<size_t>(row)];
+        d.temperature = p.temperature;
+        d.top_k = p.top_k;
+        d.top_p = p.top_p;
+        d.min_p = p.min_p;
+        if (p.temperature > 0.f) d.u = st->rng.uniform();
+        dev.rows[static_cast<size_t>(row)] = 1;
       }
     }
     const auto t1 = Clock::now();
     std::optional<TraceRange> fwd_range(std::in_place, "forward");
     if (m.device)
       m.device->forward(batch, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr,
-                        greedy.rows.empty() ? nullptr : &greedy);
+                        dev.rows.empty() ? nullptr : &dev);
     else
       m.model->forward(batch, *m.kv, m.logits.data(), m.capture ? m.capture->layer : -1, m.capture ? &rec : nullptr);
     t_fwd = seconds_since(t1);
@@ -588,9 +598,9 @@ std::vector<RequestOutput> Engine::step() {
           m.on_token(*req, *cs, r.token, r.prob);
         }
       }
-      const bool on_device = !greedy.token.empty() && greedy.rows[static_cast<size_t>(row)];
-      const SampleResult r = on_device ? SampleResult{greedy.token[static_cast<size_t>(row)],
-                                                      greedy.prob[static_cast<size_t>(row)]}
+      const bool on_device = !dev.token.empty() && dev.rows[static_cast<size_t>(row)];
+      const SampleResult r = on_device ? SampleResult{dev.token[static_cast<size_t>(row)],
+                                                      dev.prob[static_cast<size_t>(row)]}
                                        : m.sampler.sample(lrow, vocab, req->params, st->rng, st->seq->tokens);
       m.on_token(*req, *st, r.token, r.prob);
     }

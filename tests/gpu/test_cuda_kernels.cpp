@@ -12,6 +12,8 @@
 #include "gpu_test.h"
 #include "llmwb_kernels.h"
 #include "model/tensor.h"
+#include "sample/rng.h"
+#include "sample/sampler.h"
 
 using namespace llmwb;
 using namespace llmwb::test;
@@ -518,59 +520,37 @@ TEST(CudaGemv, StackedAndSwigluLaunchesEqualSeparateOnes) {
 
 namespace {
 
-// The device sampler's definition, in double: temperature softmax; keep logits >= the k-th
-// largest; then the largest logit value whose tokens at or above it hold top_p of the kept mass;
-// inverse CDF over token ids at u.
-std::pair<int, double> reference_sample(const float* row, int vocab, const cuda::DeviceSampling& p) {
-  const int best = static_cast<int>(std::max_element(row, row + vocab) - row);
-  if (p.temperature <= 0) return {best, 1.0};
-  std::vector<float> sorted(row, row + vocab);
-  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  float lo = -INFINITY;
-  if (p.top_k > 0 && p.top_k < vocab) lo = sorted[size_t(p.top_k - 1)];
-  auto w = [&](float x) { return std::exp((double(x) - row[best]) / p.temperature); };
-  if (p.top_p < 1.0f) {
-    double kept = 0;
-    for (int i = 0; i < vocab; ++i)
-      if (row[i] >= lo) kept += w(row[i]);
-    const double need = p.top_p * kept;
-    double c = 0;
-    for (float v : sorted) {
-      if (v < lo) break;
-      c += w(v);
-      if (c >= need) {
-        lo = std::max(lo, v);
-        break;
-      }
-    }
-  }
-  double total = 0;
-  for (int i = 0; i < vocab; ++i)
-    if (row[i] >= lo) total += w(row[i]);
-  const double target = p.u * total;
-  double run = 0;
-  for (int i = 0; i < vocab; ++i) {
-    if (row[i] < lo) continue;
-    run += w(row[i]);
-    if (run > target) return {i, w(row[i]) / total};
-  }
-  return {best, w(row[best]) / total};
-}
-
-TEST(CudaSampling, TopKTopPTemperatureSamplingMatchesTheReferenceDefinition) {
+// Every row sampled on the device equals the CPU sampler's draw (engine/sample/sampler.cpp) with
+// the same parameters and the same uniform: the RNG is copied, the copy's first uniform goes to
+// the device, the original to Sampler::sample. Logits with ties and a flat stretch, so the
+// candidate order's tie rule (lower id first) and the cuts' boundaries are exercised.
+TEST(CudaSampling, DeviceSamplingDrawsTheCpuSamplersToken) {
   LLMWB_REQUIRE_GPU();
   std::mt19937_64 rng(std::random_device{}());
-  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
-  const int rows = 96, vocab = 3001;
-  const std::vector<float> logits = random_floats(size_t(rows) * vocab, rng, 2.0f);
-  std::vector<cuda::DeviceSampling> params(rows);
+  const int rows = 120, vocab = 3001;
+  std::vector<float> logits = random_floats(size_t(rows) * vocab, rng, 2.0f);
+  for (int r = 0; r < rows; r += 3)   // repeated values: ties in probability
+    for (int j = 0; j < vocab; j += 7) logits[size_t(r) * vocab + size_t(j)] = logits[size_t(r) * vocab + size_t(j % 5)];
   const int top_ks[] = {0, 1, 5, 40, vocab};
   const float top_ps[] = {1.0f, 0.9f, 0.5f, 0.05f};
+  const float min_ps[] = {0.0f, 0.0f, 0.05f};
+  std::vector<cuda::DeviceSampling> params(rows);
+  std::vector<SamplingParams> host(rows);
+  std::vector<Rng> rngs;
   for (int r = 0; r < rows; ++r) {
-    params[size_t(r)].temperature = r % 16 == 0 ? 0.0f : 0.3f + 1.5f * uni(rng);
-    params[size_t(r)].top_k = top_ks[r % 5];
-    params[size_t(r)].top_p = top_ps[(r / 5) % 4];
-    params[size_t(r)].u = uni(rng);
+    SamplingParams& h = host[size_t(r)];
+    h.temperature = r % 16 == 0 ? 0.0f : 0.3f + 1.5f * std::uniform_real_distribution<float>(0, 1)(rng);
+    h.top_k = top_ks[r % 5];
+    h.top_p = top_ps[(r / 5) % 4];
+    h.min_p = min_ps[(r / 20) % 3];
+    rngs.emplace_back(rng());
+    Rng copy = rngs.back();
+    cuda::DeviceSampling& d = params[size_t(r)];
+    d.temperature = h.temperature;
+    d.top_k = h.top_k;
+    d.top_p = h.top_p;
+    d.min_p = h.min_p;
+    d.u = h.temperature > 0 ? copy.uniform() : 0.0;
   }
   const DeviceBuffer dl = to_device(logits), dp = to_device(params);
   DeviceBuffer tok(sizeof(int) * rows);
@@ -580,11 +560,14 @@ TEST(CudaSampling, TopKTopPTemperatureSamplingMatchesTheReferenceDefinition) {
                                prob.as<float>(), nullptr));
   const std::vector<int> got = to_host<int>(tok, rows);
   const std::vector<float> gp = to_host<float>(prob, rows);
+  Sampler sampler;
   for (int r = 0; r < rows; ++r) {
-    const auto [ref, rp] = reference_sample(logits.data() + size_t(r) * vocab, vocab, params[size_t(r)]);
-    EXPECT_EQ(got[size_t(r)], ref) << "row " << r << " T " << params[size_t(r)].temperature << " k "
-                                   << params[size_t(r)].top_k << " p " << params[size_t(r)].top_p;
-    EXPECT_NEAR(gp[size_t(r)], rp, 1e-4 * std::max(1.0, rp)) << "row " << r;
+    std::vector<float> row(logits.begin() + size_t(r) * vocab, logits.begin() + size_t(r + 1) * vocab);
+    const SampleResult ref = sampler.sample(row.data(), vocab, host[size_t(r)], rngs[size_t(r)], {});
+    const SamplingParams& h = host[size_t(r)];
+    EXPECT_EQ(got[size_t(r)], ref.token) << "row " << r << " T " << h.temperature << " k " << h.top_k << " p "
+                                         << h.top_p << " min_p " << h.min_p;
+    EXPECT_NEAR(gp[size_t(r)], ref.prob, 1e-6 * std::max(1.0f, ref.prob)) << "row " << r;
   }
 }
 

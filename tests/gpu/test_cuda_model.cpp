@@ -16,6 +16,8 @@
 #include "model/llama_model.h"
 #include "model/model_file.h"
 #include "model/model_maker.h"
+#include "sample/rng.h"
+#include "sample/sampler.h"
 #include "support/test_support.h"
 
 using namespace llmwb;
@@ -175,18 +177,19 @@ TEST(CudaModel, Stories260KGreedyFromBosMatchesThePublishedText) {
   EXPECT_EQ(t, reference_text());
 }
 
-// Rows marked greedy come back as their argmax and softmax probability, the other rows' logits
-// exactly as without the marks (the same step run twice rewrites the same K/V).
-TEST(CudaModel, GreedyRowsReducedOnTheDeviceEqualTheHostArgmax) {
+// Rows marked for the device come back as the token the CPU sampler draws from the same logits
+// (greedy: the argmax and its softmax probability; sampled: the same uniform), the other rows'
+// logits exactly as without the marks (the same step run twice rewrites the same K/V).
+TEST(CudaModel, RowsSampledOnTheDeviceEqualTheHostSamplersDraw) {
   LLMWB_REQUIRE_GPU();
   auto file = load_model_file(make_random_model(DType::F16, 256, 512, 8, 2, 700, 21));
   const ModelConfig& c = file->config;
   cuda::CudaModel gpu(c, LlamaWeights::bind(*file));
   gpu.allocate_kv(16, 16);
-  const std::vector<std::vector<int>> tables{{3, 7}, {1}, {0, 9}};
+  const std::vector<std::vector<int>> tables{{3, 7}, {1}, {0, 9}, {4}};
   ForwardBatch b;
-  const int lens[3] = {17, 4, 9};
-  for (int s = 0; s < 3; ++s) {
+  const int lens[4] = {17, 4, 9, 1};
+  for (int s = 0; s < 4; ++s) {
     ForwardSeq fs;
     fs.first = static_cast<int>(b.tokens.size());
     fs.n_tokens = lens[s];
@@ -196,29 +199,49 @@ TEST(CudaModel, GreedyRowsReducedOnTheDeviceEqualTheHostArgmax) {
     b.seqs.push_back(fs);
   }
   const size_t V = size_t(c.vocab_size);
-  std::vector<float> all(3 * V, NAN), part(3 * V, NAN);
+  std::vector<float> all(4 * V, NAN);
   gpu.forward(b, all.data(), -1, nullptr);
-  DeviceGreedy greedy;
-  greedy.rows = {1, 0, 1};
-  gpu.forward(b, part.data(), -1, nullptr, &greedy);
-  ASSERT_EQ(greedy.token.size(), 3u);
-  for (int r : {0, 2}) {
-    const float* row = all.data() + size_t(r) * V;
-    const int best = static_cast<int>(std::max_element(row, row + V) - row);
-    EXPECT_EQ(greedy.token[size_t(r)], best) << "row " << r;
-    double sum = 0;
-    for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[best]);
-    EXPECT_NEAR(greedy.prob[size_t(r)], 1.0 / sum, 1e-5) << "row " << r;
-    EXPECT_TRUE(std::isnan(part[size_t(r) * V])) << "a greedy row's logits were copied back";
+  Sampler sampler;
+  // Rows 0 and 2 greedy, row 3 sampled (temperature, top-k, top-p, min-p), row 1 on the host.
+  for (bool any_sampled : {false, true}) {
+    DeviceSampled dev;
+    dev.rows = {1, 0, 1, uint8_t(any_sampled)};
+    dev.params.resize(4);
+    SamplingParams sp;
+    sp.temperature = 0.9f, sp.top_k = 50, sp.top_p = 0.9f, sp.min_p = 0.01f;
+    Rng rng(77), copy = rng;
+    dev.params[3] = {sp.temperature, sp.top_k, sp.top_p, sp.min_p, copy.uniform()};
+    std::vector<float> part(4 * V, NAN);
+    gpu.forward(b, part.data(), -1, nullptr, &dev);
+    ASSERT_EQ(dev.token.size(), 4u);
+    for (int r : {0, 2}) {
+      const float* row = all.data() + size_t(r) * V;
+      const int best = static_cast<int>(std::max_element(row, row + V) - row);
+      EXPECT_EQ(dev.token[size_t(r)], best) << "row " << r;
+      double sum = 0;
+      for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[best]);
+      EXPECT_NEAR(dev.prob[size_t(r)], 1.0 / sum, 1e-6) << "row " << r;
+      EXPECT_TRUE(std::isnan(part[size_t(r) * V])) << "a device row's logits were copied back";
+    }
+    if (any_sampled) {
+      std::vector<float> row(all.begin() + 3 * V, all.begin() + 4 * V);
+      const SampleResult ref = sampler.sample(row.data(), c.vocab_size, sp, rng, {});
+      EXPECT_EQ(dev.token[3], ref.token);
+      EXPECT_NEAR(dev.prob[3], ref.prob, 1e-6);
+    } else {
+      EXPECT_EQ(0, std::memcmp(all.data() + 3 * V, part.data() + 3 * V, sizeof(float) * V));
+    }
+    EXPECT_EQ(0, std::memcmp(all.data() + V, part.data() + V, sizeof(float) * V)) << "the host row changed";
   }
-  EXPECT_EQ(0, std::memcmp(all.data() + V, part.data() + V, sizeof(float) * V)) << "the sampled row changed";
-  // Every row greedy: no logits row at all.
-  greedy.rows = {1, 1, 1};
-  std::vector<float> none(3 * V, NAN);
-  gpu.forward(b, none.data(), -1, nullptr, &greedy);
+  // Every row on the device: no logits row at all; mismatched flags are refused.
+  DeviceSampled dev;
+  dev.rows = {1, 1, 1, 1};
+  dev.params.resize(4);
+  std::vector<float> none(4 * V, NAN);
+  gpu.forward(b, none.data(), -1, nullptr, &dev);
   for (float v : none) ASSERT_TRUE(std::isnan(v));
-  greedy.rows = {1, 1};
-  EXPECT_THROW(gpu.forward(b, none.data(), -1, nullptr, &greedy), Error) << "flags for 2 of 3 rows";
+  dev.rows = {1, 1};
+  EXPECT_THROW(gpu.forward(b, none.data(), -1, nullptr, &dev), Error) << "flags for 2 of 4 rows";
 }
 
 std::vector<std::string> prompts() {
@@ -246,31 +269,37 @@ TEST(CudaScheduler, BatchedEqualsSequentialAndEqualsTheCpu) {
   EXPECT_EQ(t.blocks_free + t.blocks_cached, t.blocks_total);
 }
 
-// Greedy and sampled requests in one batch: the greedy rows reduced on the device, the sampled
-// ones from copied-back logits, give the texts of copying every row back (LLMWB_DEVICE_ARGMAX=0).
-TEST(CudaScheduler, DeviceArgmaxGivesTheTextsOfHostSampling) {
+// Greedy and sampled requests (seeded; top-k, top-p, min-p) in one batch: sampled on the device,
+// they give the texts of copying every row back and sampling on the host
+// (LLMWB_DEVICE_SAMPLING=0); a repetition penalty stays on the host either way.
+TEST(CudaScheduler, DeviceSamplingGivesTheTextsOfHostSampling) {
   LLMWB_REQUIRE_GPU();
-  auto run = [](const char* device_argmax) {
-    setenv("LLMWB_DEVICE_ARGMAX", device_argmax, 1);
+  auto run = [](const char* device_sampling) {
+    setenv("LLMWB_DEVICE_SAMPLING", device_sampling, 1);
     LLM llm(stories_config("cuda"));
-    unsetenv("LLMWB_DEVICE_ARGMAX");
-    std::vector<SamplingParams> ps(4);
-    for (int i = 0; i < 4; ++i) {
-      ps[size_t(i)].max_tokens = 40;
-      ps[size_t(i)].temperature = i % 2 ? 0.8f : 0.0f;   // greedy, sampled, greedy, sampled
-      ps[size_t(i)].top_k = i == 3 ? 20 : 0;
-      ps[size_t(i)].seed = 100 + i;
+    unsetenv("LLMWB_DEVICE_SAMPLING");
+    std::vector<SamplingParams> ps(5);
+    for (int i = 0; i < 5; ++i) {
+      SamplingParams& p = ps[size_t(i)];
+      p.max_tokens = 40;
+      p.seed = 100 + i;
+      p.temperature = i % 2 ? 0.0f : 0.9f;   // sampled, greedy, sampled, greedy, sampled
     }
-    std::vector<std::string> texts;
-    for (int i = 0; i < 4; ++i) llm.engine().add_request(prompts()[size_t(i)], ps[size_t(i)]);
+    ps[2].top_k = 20, ps[2].top_p = 0.8f;
+    ps[3].repetition_penalty = 1.3f;
+    ps[4].min_p = 0.05f;
+    const std::vector<std::string> texts{"Once upon a time", "The little dog", "Lily and Tom went to the park",
+                                         "One day, a big", "The sun"};
+    for (int i = 0; i < 5; ++i) llm.engine().add_request(texts[size_t(i)], ps[size_t(i)]);
     std::map<uint64_t, std::string> by_id;
     while (llm.engine().has_unfinished())
       for (const RequestOutput& o : llm.engine().step()) by_id[o.request_id] = o.outputs[0].text;
-    for (auto& [id, t] : by_id) texts.push_back(t);
-    return texts;
+    std::vector<std::string> out;
+    for (auto& [id, t] : by_id) out.push_back(t);
+    return out;
   };
   const auto on = run("1"), off = run("0");
-  ASSERT_EQ(on.size(), 4u);
+  ASSERT_EQ(on.size(), 5u);
   EXPECT_EQ(on, off);
 }
 

@@ -300,7 +300,7 @@ int next_pow2(int n) {
 }  // namespace
 
 void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
-                        DeviceGreedy* greedy) {
+                        DeviceSampled* sampled) {
   const int n = static_cast<int>(batch.tokens.size());
   if (n == 0) return;
   if (num_blocks_ == 0) throw Error("cuda forward", "the KV pool is not allocated");
@@ -348,29 +348,54 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
     enqueue(ab, n, nl, rs, rs ? record_layer : -1, rec_stride);
   }
   const cudaStream_t s = stream_.get();
-  // Greedy rows: argmax and probability on the device (after the graph, never captured), and only
-  // the other rows' logits cross the bus.
+  // Rows sampled on the device (after the graph, never captured): the argmax kernel when every
+  // such row is greedy, else the sampling kernel with each row's parameters; only the other
+  // rows' logits cross the bus.
   const size_t V = size_t(c.vocab_size);
   std::vector<uint8_t> keep(size_t(std::max(nl, 0)), 1);   // logits rows to copy back
-  int n_greedy = 0;
-  if (greedy && nl > 0) {
-    if (greedy->rows.size() != size_t(nl))
-      throw Error("cuda forward", "greedy rows: " + std::to_string(greedy->rows.size()) + " flags for " +
+  int n_dev = 0;
+  bool all_greedy = true;
+  if (sampled && nl > 0) {
+    if (sampled->rows.size() != size_t(nl) || sampled->params.size() != size_t(nl))
+      throw Error("cuda forward", "device sampling: " + std::to_string(sampled->rows.size()) + " flags and " +
+                                      std::to_string(sampled->params.size()) + " parameter sets for " +
                                       std::to_string(nl) + " logits rows");
     for (int r = 0; r < nl; ++r)
-      if (greedy->rows[size_t(r)]) keep[size_t(r)] = 0, ++n_greedy;
+      if (sampled->rows[size_t(r)]) {
+        keep[size_t(r)] = 0;
+        ++n_dev;
+        all_greedy = all_greedy && !(sampled->params[size_t(r)].temperature > 0.0f);
+      }
   }
-  if (n_greedy > 0) {
-    NvtxRange argmax("argmax");
-    d_greedy_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
-    h_greedy_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
-    int* d_tok = d_greedy_.as<int>();
+  if (n_dev > 0) {
+    NvtxRange sample("sample");
+    d_sampled_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
+    h_sampled_.grow(size_t(nl) * (sizeof(int) + sizeof(float)));
+    int* d_tok = d_sampled_.as<int>();
     float* d_prob = reinterpret_cast<float*>(d_tok + nl);
-    LLMWB_CUDA(argmax_rows(logits_.as<float>(), nl, c.vocab_size, d_tok, d_prob, s));
-    LLMWB_CUDA(cudaMemcpyAsync(h_greedy_.as(), d_tok, size_t(nl) * (sizeof(int) + sizeof(float)),
+    if (all_greedy) {
+      LLMWB_CUDA(argmax_rows(logits_.as<float>(), nl, c.vocab_size, d_tok, d_prob, s));
+    } else {
+      h_sparams_.grow(sizeof(DeviceSampling) * size_t(nl));
+      d_sparams_.grow(sizeof(DeviceSampling) * size_t(nl));
+      DeviceSampling* hp = h_sparams_.as<DeviceSampling>();
+      for (int r = 0; r < nl; ++r) {
+        const DeviceRowSampling& q = sampled->params[size_t(r)];
+        hp[r] = DeviceSampling{};
+        if (!sampled->rows[size_t(r)]) continue;   // a host row: the argmax, unused
+        hp[r].temperature = q.temperature;
+        hp[r].top_k = q.top_k;
+        hp[r].top_p = q.top_p;
+        hp[r].min_p = q.min_p;
+        hp[r].u = q.u;
+      }
+      LLMWB_CUDA(cudaMemcpyAsync(d_sparams_.as(), hp, sizeof(DeviceSampling) * size_t(nl), cudaMemcpyHostToDevice, s));
+      LLMWB_CUDA(sample_rows(logits_.as<float>(), nl, c.vocab_size, d_sparams_.as<DeviceSampling>(), d_tok, d_prob, s));
+    }
+    LLMWB_CUDA(cudaMemcpyAsync(h_sampled_.as(), d_tok, size_t(nl) * (sizeof(int) + sizeof(float)),
                                cudaMemcpyDeviceToHost, s));
   }
-  if (nl > n_greedy) {
+  if (nl > n_dev) {
     NvtxRange copy("copy logits");
     // Runs of consecutive kept rows, one copy each (all rows: one copy).
     for (int r = 0; r < nl;) {
@@ -394,15 +419,15 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   }
   // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
   stream_.sync();
-  if (n_greedy == 0) {
+  if (n_dev == 0) {
     if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * V);
   } else {
     for (int r = 0; r < nl; ++r)
       if (keep[size_t(r)]) std::memcpy(logits + size_t(r) * V, h_logits_.as<float>() + size_t(r) * V, sizeof(float) * V);
-    const int* tok = h_greedy_.as<int>();
+    const int* tok = h_sampled_.as<int>();
     const float* prob = reinterpret_cast<const float*>(tok + nl);
-    greedy->token.assign(tok, tok + nl);
-    greedy->prob.assign(prob, prob + nl);
+    sampled->token.assign(tok, tok + nl);
+    sampled->prob.assign(prob, prob + nl);
   }
   if (rs) {
     record->layer = record_layer;

@@ -36,7 +36,7 @@ class CudaModel final : public DeviceModel {
   void allocate_kv(int num_blocks, int block_size) override;
   using DeviceModel::forward;
   void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
-               DeviceGreedy* greedy) override;
+               DeviceSampled* sampled) override;
   void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
 
   // y = W x over n_rows tokens (device pointers); public for the benchmarks.
@@ -98,8 +98,8 @@ class CudaModel final : public DeviceModel {
   DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, attn_ws_,
       weights_rec_;
   // Per-step metadata, packed: host (pinned) and device copies; meta_ holds the offsets.
-  PinnedBuffer h_meta_, h_logits_, h_weights_rec_, h_greedy_;
-  DeviceBuffer d_meta_, d_pairs_, d_greedy_;   // greedy rows: nl ints, then nl floats
+  PinnedBuffer h_meta_, h_logits_, h_weights_rec_, h_sampled_, h_sparams_;
+  DeviceBuffer d_meta_, d_pairs_, d_sampled_, d_sparams_;   // sampled rows: nl ints then nl floats; their parameters
   struct Meta {
     int n_rows = 0, n_seqs = 0, n_tiles = 0, max_ctx = 0, n_logit_rows = 0;
     size_t tokens = 0, positions = 0, row_seq = 0, seq_table = 0, tables = 0, tile_first = 0, tile_rows = 0,
