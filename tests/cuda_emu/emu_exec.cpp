@@ -12,6 +12,16 @@
 #include "emu.h"
 #include "emu_internal.h"
 
+// Under AddressSanitizer the switches are announced (its fiber interface) and a reused stack's
+// shadow is cleared, so ASan follows the fibers and still checks the kernels' memory accesses.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define LLMWB_EMU_ASAN 1
+#else
+#define LLMWB_EMU_ASAN 0
+#endif
+
 // Saves the callee-saved registers and the stack pointer into *save_sp, then resumes the
 // context whose stack pointer is load_sp (x86-64 System V).
 extern "C" void llmwb_emu_switch(void** save_sp, void* load_sp);
@@ -49,6 +59,8 @@ enum class Wait : uint8_t { None, Block, Warp };
 
 struct Fiber {
   void* sp = nullptr;   // saved stack pointer while switched out
+  char* stack = nullptr;   // its stack's lowest usable byte (kStackBytes)
+  void* asan_fake = nullptr;
   ThreadCtx tc;
   Wait wait = Wait::None;
   bool done = false;
@@ -64,6 +76,9 @@ struct Worker {
   std::vector<Fiber> fibers;
   std::vector<int> warp_live, warp_waiting;
   void* sched_sp = nullptr;
+  const void* sched_bottom = nullptr;   // the launching thread's stack (ASan's fiber interface)
+  size_t sched_size = 0;
+  void* sched_fake = nullptr;
   Fiber* cur = nullptr;
   const std::function<void()>* body = nullptr;
   const char* name = "";
@@ -84,6 +99,9 @@ thread_local bool t_in_kernel = false;
 void* fresh_stack(char* base) {
   // [guard page][stack ...... top]: the entry "returns" into fiber_main with the stack aligned
   // as after a call.
+#if LLMWB_EMU_ASAN
+  __asan_unpoison_memory_region(base + ::getpagesize(), kStackBytes);   // a previous fiber's frames
+#endif
   auto* top = reinterpret_cast<uintptr_t*>(base + size_t(::getpagesize()) + kStackBytes);
   *--top = 0;                                             // fiber_main's (never used) return address
   *--top = reinterpret_cast<uintptr_t>(&fiber_main);      // popped by `ret`
@@ -119,7 +137,29 @@ void fail(Worker& w, const std::string& why) {
   }
 }
 
-void yield(Worker& w) { llmwb_emu_switch(&w.cur->sp, w.sched_sp); }
+// Fiber -> scheduler and back.
+void yield(Worker& w) {
+  Fiber& f = *w.cur;
+#if LLMWB_EMU_ASAN
+  __sanitizer_start_switch_fiber(&f.asan_fake, w.sched_bottom, w.sched_size);
+#endif
+  llmwb_emu_switch(&f.sp, w.sched_sp);
+#if LLMWB_EMU_ASAN
+  __sanitizer_finish_switch_fiber(f.asan_fake, &w.sched_bottom, &w.sched_size);
+#endif
+}
+
+// Scheduler -> fiber f until it yields or ends.
+void resume(Worker& w, Fiber& f) {
+  w.cur = &f;
+#if LLMWB_EMU_ASAN
+  __sanitizer_start_switch_fiber(&w.sched_fake, f.stack, kStackBytes);
+#endif
+  llmwb_emu_switch(&w.sched_sp, f.sp);
+#if LLMWB_EMU_ASAN
+  __sanitizer_finish_switch_fiber(w.sched_fake, nullptr, nullptr);
+#endif
+}
 
 int linear_id(const Worker& w, const Fiber& f) { return static_cast<int>(&f - w.fibers.data()); }
 
@@ -178,6 +218,9 @@ void after_arrival(Worker& w, int warp) {
 
 [[noreturn]] void fiber_main() {
   Worker& w = t_worker;
+#if LLMWB_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &w.sched_bottom, &w.sched_size);
+#endif
   try {
     (*w.body)();
   } catch (const std::exception& e) {
@@ -191,6 +234,9 @@ void after_arrival(Worker& w, int warp) {
   const int warp = linear_id(w, f) / 32;
   --w.warp_live[warp];
   after_arrival(w, warp);
+#if LLMWB_EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, w.sched_bottom, w.sched_size);   // this fiber ends
+#endif
   llmwb_emu_switch(&f.sp, w.sched_sp);
   std::abort();   // a finished fiber is never resumed
 }
@@ -220,6 +266,7 @@ bool run_block(Worker& w, const std::function<void()>& body, dim3 grid, dim3 blo
     f.tc.grid_dim = grid;
     f.tc.dyn_smem = smem;
     f.sp = fresh_stack(w.stacks[i]);
+    f.stack = w.stacks[i] + ::getpagesize();
     ++w.warp_live[i / 32];
   }
   w.live = w.n;
@@ -229,8 +276,7 @@ bool run_block(Worker& w, const std::function<void()>& body, dim3 grid, dim3 blo
     bool ran = false;
     for (Fiber& f : w.fibers) {
       if (f.done || f.wait != Wait::None) continue;
-      w.cur = &f;
-      llmwb_emu_switch(&w.sched_sp, f.sp);
+      resume(w, f);
       ran = true;
       if (w.failed) break;
     }

@@ -28,6 +28,10 @@
 
 #include <cuda_runtime_api.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "emu.h"
 #include "emu_internal.h"
 
@@ -85,7 +89,7 @@ State& st() {
   return *s;
 }
 
-size_t page() { return size_t(::getpagesize()); }
+[[maybe_unused]] size_t page() { return size_t(::getpagesize()); }
 
 CUstream_st* resolve(cudaStream_t s) {
   const auto v = reinterpret_cast<uintptr_t>(s);
@@ -350,17 +354,27 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   if (cudaError_t e = refuse_in_capture(); e != cudaSuccess) return e;
   const size_t rounded = (std::max<size_t>(bytes, 1) + 255) & ~size_t(255);
   if (S.used + rounded > S.total) return set_last(cudaErrorMemoryAllocation);
+  Alloc a;
+  a.bytes = bytes;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's heap: its redzones catch a kernel's access one byte past (or before) the
+  // allocation, and its report names the kernel's frames.
+  a.ptr = static_cast<char*>(std::aligned_alloc(256, rounded));
+  if (!a.ptr) return set_last(cudaErrorMemoryAllocation);
+  a.map = a.ptr;
+  std::memset(a.ptr, 0xFF, bytes);
+  __asan_poison_memory_region(a.ptr + bytes, rounded - bytes);
+#else
   const size_t pg = page();
   const size_t body = (rounded + pg - 1) / pg * pg;
   void* m = ::mmap(nullptr, body + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return set_last(cudaErrorMemoryAllocation);
   ::mprotect(static_cast<char*>(m) + body, pg, PROT_NONE);
-  Alloc a;
   a.map = static_cast<char*>(m);
   a.map_bytes = body + pg;
   a.ptr = a.map + (body - rounded);
-  a.bytes = bytes;
   std::memset(a.ptr, 0xFF, rounded);
+#endif
   S.allocs[reinterpret_cast<uintptr_t>(a.ptr)] = a;
   S.used += rounded;
   *p = a.ptr;
@@ -376,7 +390,12 @@ cudaError_t cudaFree(void* p) {
   auto it = S.allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == S.allocs.end()) return set_last(cudaErrorInvalidValue);
   S.used -= (std::max<size_t>(it->second.bytes, 1) + 255) & ~size_t(255);
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_unpoison_memory_region(it->second.map, (std::max<size_t>(it->second.bytes, 1) + 255) & ~size_t(255));
+  std::free(it->second.map);
+#else
   ::munmap(it->second.map, it->second.map_bytes);
+#endif
   S.allocs.erase(it);
   return S.sticky;
 }
