@@ -35,7 +35,7 @@ struct Result {
 };
 
 Result run_one(const EngineConfig& base, int concurrency, int n_requests, int input_len, int output_len,
-               double rate, uint64_t seed) {
+               double rate, uint64_t seed, float temperature) {
   EngineConfig cfg = base;
   cfg.max_num_seqs = concurrency;
   Engine e(cfg);
@@ -54,7 +54,8 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
     for (auto& a : arrive) a = (t += gap(rng));
   }
   SamplingParams p;
-  p.temperature = 0;
+  p.temperature = temperature;   // 0: greedy
+  p.seed = seed;
   p.max_tokens = output_len;
   p.ignore_eos = true;
   Result r;
@@ -119,7 +120,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
 }
 
 int run_serve_bench(const std::vector<std::string>& argv) {
-  Args a(argv, join({engine_value_flags(), {"concurrency", "num-requests", "input-len", "output-len", "rate", "seed"}}),
+  Args a(argv, join({engine_value_flags(), {"concurrency", "num-requests", "input-len", "output-len", "rate", "seed", "temperature"}}),
          join({engine_bool_flags(), {"json"}}));
   if (a.has("max-num-seqs")) throw UsageError("--max-num-seqs: set by --concurrency here");
   EngineConfig cfg = engine_config_from(a);
@@ -129,19 +130,21 @@ int run_serve_bench(const std::vector<std::string>& argv) {
   const int out_len = static_cast<int>(a.integer("output-len", 32, 1, 1 << 20));
   const double rate = a.real("rate", 0.0, 0.0, 1e6);
   const uint64_t seed = a.u64("seed").value_or(0);
+  const double temperature = a.real("temperature", 0.0, 0.0, 100.0);
   std::vector<Result> results;
   for (int64_t c : conc) {
     // Enough requests to keep `c` sequences busy twice over, unless given.
     const int n = n_fixed > 0 ? n_fixed : std::max<int>(8, static_cast<int>(2 * c));
     if (!a.flag("json")) std::fprintf(stderr, "concurrency %lld: %d requests ...\n", (long long)c, n);
-    results.push_back(run_one(cfg, static_cast<int>(c), n, in_len, out_len, rate, seed));
+    results.push_back(run_one(cfg, static_cast<int>(c), n, in_len, out_len, rate, seed, static_cast<float>(temperature)));
   }
   const double base_tps = results.empty() ? 0 : results.front().output_tps;
   const double base_decode = results.empty() ? 0 : results.front().decode_tps;
   if (a.flag("json")) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : results)
-      arr.push_back({{"model", cfg.model}, {"threads", cfg.threads}, {"concurrency", r.concurrency},
+      arr.push_back({{"model", cfg.model}, {"threads", cfg.threads}, {"temperature", temperature},
+                     {"concurrency", r.concurrency},
                      {"requests", r.requests}, {"input_len", in_len}, {"output_len", out_len}, {"rate", rate},
                      {"seconds", r.seconds}, {"output_tokens", r.output_tokens}, {"output_tokens_per_s", r.output_tps},
                      {"speedup_vs_first", base_tps > 0 ? r.output_tps / base_tps : 0},
@@ -173,7 +176,8 @@ const std::string kUsage = std::string(
     "  --input-len N        prompt tokens (default 32)\n"
     "  --output-len N       generated tokens (default 32)\n"
     "  --rate R             Poisson arrivals at R requests/s (default 0 = all at once)\n"
-    "  --seed S             prompts and arrivals\n"
+    "  --seed S             prompts, arrivals and sampling\n"
+    "  --temperature T      sampling temperature of every request (default 0 = greedy)\n"
     "  --json               JSON array out\n") + engine_flags_usage();
 CommandRegistration reg({"serve-bench", "continuous-batching throughput at several concurrency limits", kUsage.c_str(),
                          run_serve_bench});

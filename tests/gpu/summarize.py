@@ -106,6 +106,17 @@ def main():
             summary["engine"][f"throughput c{r.get('concurrency')}"] = {"decode_tok_s": tps, "speedup": tps / base if base else 0}
         lines.append("")
 
+    ab = {run: logs.get(f"serve-bench {run} tinyllama-1.1b-f16", []) for run in ("sampled-device", "sampled-host", "greedy-host")}
+    if any(ab.values()):
+        lines += ["| sampling (serve-bench) | sequences | decode tok/s |", "|---|---:|---:|"]
+        greedy_dev = next((r for r in sb if r.get("concurrency") == (ab["greedy-host"] or [{}])[0].get("concurrency")), None)
+        rows = [("greedy, on the device", greedy_dev)] + [(run.replace("-", ", on the "), (arr or [None])[0]) for run, arr in ab.items()]
+        for name, r in rows:
+            if r:
+                lines.append(f"| {name} | {r.get('concurrency')} | {r.get('decode_tokens_per_s', 0):.0f} |")
+                summary["engine"][f"sampling {name}"] = {"concurrency": r.get("concurrency"), "decode_tok_s": r.get("decode_tokens_per_s", 0)}
+        lines.append("")
+
     try:
         tests = open(os.path.join(out_dir, "tests.log")).read()
     except OSError:
