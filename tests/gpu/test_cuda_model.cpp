@@ -177,6 +177,38 @@ TEST(CudaModel, Stories260KGreedyFromBosMatchesThePublishedText) {
   EXPECT_EQ(t, reference_text());
 }
 
+// A prompt prefilled in two chunks, the first computing no logits (the trimmed last layer then
+// writes only K/V), gives the logits of one whole prefill.
+TEST(CudaModel, AChunkWithoutLogitsWritesTheKvOfAWholePrefill) {
+  LLMWB_REQUIRE_GPU();
+  auto file = load_model_file(make_random_model(DType::F32, 256, 512, 8, 2, 700, 31));
+  const ModelConfig& c = file->config;
+  const LlamaWeights w = LlamaWeights::bind(*file);
+  cuda::CudaModel whole(c, w), chunked(c, w);
+  whole.allocate_kv(8, 16);
+  chunked.allocate_kv(8, 16);
+  const std::vector<int> table{5, 2};
+  std::vector<int> tokens;
+  for (int i = 0; i < 27; ++i) tokens.push_back((i * 37 + 11) % c.vocab_size);
+  auto batch = [&](int start, int n, bool logits) {
+    ForwardBatch b;
+    ForwardSeq fs;
+    fs.first = 0;
+    fs.start_pos = start;
+    fs.n_tokens = n;
+    fs.block_table = &table;
+    fs.logits_row = logits ? b.num_logit_rows++ : -1;
+    b.tokens.assign(tokens.begin() + start, tokens.begin() + start + n);
+    b.seqs.push_back(fs);
+    return b;
+  };
+  std::vector<float> lw(size_t(c.vocab_size), NAN), lc(lw.size(), NAN);
+  whole.forward(batch(0, 27, true), lw.data(), -1, nullptr);
+  chunked.forward(batch(0, 13, false), nullptr, -1, nullptr);
+  chunked.forward(batch(13, 14, true), lc.data(), -1, nullptr);
+  EXPECT_LT(rel_error(lc, lw), 1e-5);
+}
+
 // Rows marked for the device come back as the token the CPU sampler draws from the same logits
 // (greedy: the argmax and its softmax probability; sampled: the same uniform), the other rows'
 // logits exactly as without the marks (the same step run twice rewrites the same K/V).

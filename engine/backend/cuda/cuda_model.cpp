@@ -247,6 +247,16 @@ void CudaModel::upload_metadata(const ForwardBatch& batch, int pad_to) {
     m.max_ctx = std::max(m.max_ctx, 1);
   }
   m.n_tiles = static_cast<int>(tile_first.size());
+  std::vector<int> lr_pos, lr_seq, lr_first, lr_rows;
+  m.has_logit_batch = pad == 0 && m.n_logit_rows > 0;
+  if (m.has_logit_batch)
+    for (int i = 0; i < m.n_logit_rows; ++i) {
+      const int r = logit_src[size_t(i)];
+      lr_pos.push_back(positions[size_t(r)]);
+      lr_seq.push_back(row_seq[size_t(r)]);
+      lr_first.push_back(i);
+      lr_rows.push_back(1);
+    }
   // Pack: the int64 slots first, then int arrays whose sizes depend only on the row, sequence,
   // tile and logits counts, the block tables last, so that a padded decode batch of a given
   // size always has the same offsets (the graphs bake them in).
@@ -265,6 +275,10 @@ void CudaModel::upload_metadata(const ForwardBatch& batch, int pad_to) {
   m.tile_rows = place(tile_n.size(), sizeof(int));
   m.logit_src = place(logit_src.size(), sizeof(int));
   m.tables = place(tables.size(), sizeof(int));
+  m.lr_pos = place(lr_pos.size(), sizeof(int));
+  m.lr_seq = place(lr_seq.size(), sizeof(int));
+  m.lr_tile_first = place(lr_first.size(), sizeof(int));
+  m.lr_tile_rows = place(lr_rows.size(), sizeof(int));
   m.bytes = std::max<size_t>(off, 8);
   h_meta_.grow(m.bytes);
   if (m.bytes > d_meta_.bytes()) {
@@ -284,6 +298,10 @@ void CudaModel::upload_metadata(const ForwardBatch& batch, int pad_to) {
   put(m.tile_rows, tile_n);
   put(m.logit_src, logit_src);
   put(m.tables, tables);
+  put(m.lr_pos, lr_pos);
+  put(m.lr_seq, lr_seq);
+  put(m.lr_tile_first, lr_first);
+  put(m.lr_tile_rows, lr_rows);
   LLMWB_CUDA(cudaMemcpyAsync(d_meta_.as(), h_meta_.as(), m.bytes, cudaMemcpyHostToDevice, stream_.get()));
 }
 
@@ -324,6 +342,9 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   ensure_rows(rows, graph ? rows : nl);
   const AttentionBatch ab = attention_batch(ctx_cap);
   attn_ws_floats_ = std::max<int64_t>(1, attention_workspace_floats(ab, attention_shape(), prop_.multiProcessorCount));
+  if (!graph && trims_last_layer(n, nl, rs, record_layer))   // the logit rows' own splits
+    attn_ws_floats_ = std::max(attn_ws_floats_, attention_workspace_floats(logit_attention_batch(ctx_cap), attention_shape(),
+                                                                           prop_.multiProcessorCount));
   if (graph) {
     const uint64_t key = (uint64_t(rows) << 32) | uint32_t(ctx_cap);
     auto it = graphs_.find(key);
@@ -469,6 +490,23 @@ AttentionBatch CudaModel::attention_batch(int max_ctx) const {
   return ab;
 }
 
+AttentionBatch CudaModel::logit_attention_batch(int max_ctx) const {
+  AttentionBatch ab = attention_batch(max_ctx);
+  const uint8_t* dm = d_meta_.as<uint8_t>();
+  auto ip = [&](size_t off) { return reinterpret_cast<const int*>(dm + off); };
+  ab.n_rows = meta_.n_logit_rows;
+  ab.row_pos = ip(meta_.lr_pos);
+  ab.row_seq = ip(meta_.lr_seq);
+  ab.n_tiles = meta_.n_logit_rows;
+  ab.tile_first = ip(meta_.lr_tile_first);
+  ab.tile_rows = ip(meta_.lr_tile_rows);
+  return ab;
+}
+
+bool CudaModel::trims_last_layer(int n, int nl, const ForwardSeq* rs, int record_layer) const {
+  return nl < n && (nl == 0 || meta_.has_logit_batch) && !(rs && record_layer == c_.n_layers - 1);
+}
+
 // Every launch of one forward pass over `n` rows (metadata already on the device), ending
 // with nl logits rows in logits_. Nothing here allocates or synchronizes: it is what a graph
 // captures.
@@ -489,6 +527,8 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
         *v = v_.as<float>(), *att = att_.as<float>(), *hb = hb_.as<float>(), *hb2 = hb2_.as<float>();
   LLMWB_CUDA(embed(tok_embeddings_, ip(m.tokens), n, x, s));
   const float* pending = nullptr;   // the last block's output, still to be added to x
+  const bool trim = trims_last_layer(n, nl, rs, record_layer);
+  const bool interleaved = c.rope_layout == RopeLayout::Interleaved;
   for (int l = 0; l < c.n_layers; ++l) {
     std::optional<NvtxRange> layer_range;
     if (per_layer) layer_range.emplace("layer");
@@ -497,13 +537,46 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(add_rmsnorm(x, pending, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
     else
       LLMWB_CUDA(rmsnorm(x, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
+    if (trim && l == c.n_layers - 1) {
+      // The last layer past K/V for the logit rows only (as LlamaModel::forward_logit_rows):
+      // every row's K and V are written, then Q, attention, the output projection, the FFN and
+      // the final norm run over the nl logit rows, compacted (nothing, for a prefill chunk that
+      // samples no token).
+      {
+        const DeviceMatrix* kvm[2] = {&L.wk, &L.wv};
+        float* out[2] = {k, v};
+        mm_.run_stacked(kvm, out, 2, xb, n);
+      }
+      LLMWB_CUDA(rope(k, nullptr, n, c.n_kv_heads, 0, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
+      LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,
+                          reinterpret_cast<const int64_t*>(dm + m.slots), n, static_cast<int>(kv_dim), s));
+      if (nl == 0) return;
+      const AttentionBatch al = logit_attention_batch(ab.max_ctx);
+      const int* src = ip(m.logit_src);
+      float* xl = hb_.as<float>();   // the logit rows' normed input
+      LLMWB_CUDA(gather_rows(xb, src, nl, c.dim, xl, s));
+      matmul(L.wq, xl, nl, q);
+      LLMWB_CUDA(rope(q, nullptr, nl, c.n_heads, 0, c.head_dim, al.row_pos, inv_freq_, interleaved, s));
+      const float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
+      const float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
+      LLMWB_CUDA(attention(q, kl, vl, al, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
+      matmul(L.wo, att, nl, xb2);
+      float* res = last_.as<float>();   // the logit rows' residual stream
+      LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
+      LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, nl, c.dim, c.norm_eps, xb, s));
+      mm_.run_swiglu(L.w1, L.w3, xb, nl, hb, hb2);
+      matmul(L.w2, hb, nl, xb2);
+      LLMWB_CUDA(add(res, xb2, int64_t(nl) * dim, s));
+      LLMWB_CUDA(rmsnorm(res, final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
+      matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
+      return;
+    }
     {
       const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
       float* out[3] = {q, k, v};
       mm_.run_stacked(qkv, out, 3, xb, n);
     }
-    LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_,
-                    c.rope_layout == RopeLayout::Interleaved, s));
+    LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
     float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
     LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,

@@ -72,6 +72,9 @@ class CudaModel final : public DeviceModel {
   void upload_metadata(const ForwardBatch& batch, int pad_to);
   AttentionShape attention_shape() const;
   AttentionBatch attention_batch(int max_ctx) const;
+  AttentionBatch logit_attention_batch(int max_ctx) const;
+  // Whether the last layer runs past K/V for the logit rows only (LlamaModel::forward_logit_rows).
+  bool trims_last_layer(int n, int nl, const ForwardSeq* rs, int record_layer) const;
   void enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer, int rec_stride);
   void capture(uint64_t key, const AttentionBatch& ab, int rows);
   // Addresses of every device buffer a decode step touches: a graph replays only while they
@@ -104,6 +107,10 @@ class CudaModel final : public DeviceModel {
     int n_rows = 0, n_seqs = 0, n_tiles = 0, max_ctx = 0, n_logit_rows = 0;
     size_t tokens = 0, positions = 0, row_seq = 0, seq_table = 0, tables = 0, tile_first = 0, tile_rows = 0,
            logit_src = 0, slots = 0, bytes = 0;   // byte offsets into the packed buffer
+    // The logit rows as an attention batch of their own (one row per tile), for the trimmed last
+    // layer; only for unpadded batches.
+    bool has_logit_batch = false;
+    size_t lr_pos = 0, lr_seq = 0, lr_tile_first = 0, lr_tile_rows = 0;
   } meta_;
   int64_t attn_ws_floats_ = 0, max_matrix_elems_ = 0;
   bool use_graphs_ = true;
