@@ -121,13 +121,18 @@ def main():
         tests = open(os.path.join(out_dir, "tests.log")).read()
     except OSError:
         tests = ""
-    for m in re.finditer(r"^===== (\S+) exit (\d+)$", tests, flags=re.M):
-        summary["tests"][m.group(1)] = int(m.group(2))
+    exits = {m.group(1): int(m.group(2)) for m in re.finditer(r"^===== (\S+) exit (\d+)$", tests, flags=re.M)}
+    summary["tests"].update(exits)
     passed = len(re.findall(r"^\[       OK \]", tests, flags=re.M))
     failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+)", tests, flags=re.M)))
     skipped = len(re.findall(r"^\[  SKIPPED \] \S+ \(", tests, flags=re.M))
     summary["tests"].update(passed=passed, failed=failed, skipped=skipped)
-    lines += [f"tests: {passed} passed, {len(failed)} failed, {skipped} skipped"] + [f"  FAILED {t}" for t in failed]
+    # A program that ended without its own verdict (timed out, crashed) fails too, whatever its
+    # OK lines say: its remaining tests never ran.
+    died = {t: code for t, code in exits.items() if code not in (0, 1)}
+    why = {124: "timed out", 134: "aborted", 137: "killed", 139: "crashed (SIGSEGV)"}
+    lines += [f"tests: {passed} passed, {len(failed) + len(died)} failed, {skipped} skipped"] + [
+        f"  FAILED {t}" for t in failed] + [f"  FAILED {t} (exit {code}: {why.get(code, 'no verdict')})" for t, code in died.items()]
 
     try:
         bench_log = open(os.path.join(out_dir, "bench.log")).read()
