@@ -374,6 +374,18 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   // rows' logits cross the bus.
   const size_t V = size_t(c.vocab_size);
   std::vector<uint8_t> keep(size_t(std::max(nl, 0)), 1);   // logits rows to copy back
+  auto kept_runs = [&](auto&& f) {   // f(first, end) per run of consecutive kept rows
+    for (int r = 0; r < nl;) {
+      if (!keep[size_t(r)]) {
+        ++r;
+        continue;
+      }
+      int e = r;
+      while (e < nl && keep[size_t(e)]) ++e;
+      f(r, e);
+      r = e;
+    }
+  };
   int n_dev = 0;
   bool all_greedy = true;
   if (sampled && nl > 0) {
@@ -418,18 +430,11 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   }
   if (nl > n_dev) {
     NvtxRange copy("copy logits");
-    // Runs of consecutive kept rows, one copy each (all rows: one copy).
-    for (int r = 0; r < nl;) {
-      if (!keep[size_t(r)]) {
-        ++r;
-        continue;
-      }
-      int e = r;
-      while (e < nl && keep[size_t(e)]) ++e;
+    // One copy per run of kept rows (all rows: one copy).
+    kept_runs([&](int r, int e) {
       LLMWB_CUDA(cudaMemcpyAsync(h_logits_.as<float>() + size_t(r) * V, logits_.as<float>() + size_t(r) * V,
                                  sizeof(float) * size_t(e - r) * V, cudaMemcpyDeviceToHost, s));
-      r = e;
-    }
+    });
   }
   const int rec_stride = rs ? rs->start_pos + rs->n_tokens : 0;
   const size_t rec_floats = rs ? size_t(rs->n_tokens) * c.n_heads * size_t(rec_stride) : 0;
@@ -440,11 +445,10 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   }
   // Also keeps the pinned metadata buffer from being overwritten while a copy may read it.
   stream_.sync();
-  if (n_dev == 0) {
-    if (nl > 0) std::memcpy(logits, h_logits_.as(), sizeof(float) * size_t(nl) * V);
-  } else {
-    for (int r = 0; r < nl; ++r)
-      if (keep[size_t(r)]) std::memcpy(logits + size_t(r) * V, h_logits_.as<float>() + size_t(r) * V, sizeof(float) * V);
+  kept_runs([&](int r, int e) {
+    std::memcpy(logits + size_t(r) * V, h_logits_.as<float>() + size_t(r) * V, sizeof(float) * size_t(e - r) * V);
+  });
+  if (n_dev > 0) {
     const int* tok = h_sampled_.as<int>();
     const float* prob = reinterpret_cast<const float*>(tok + nl);
     sampled->token.assign(tok, tok + nl);
@@ -537,64 +541,59 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(add_rmsnorm(x, pending, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
     else
       LLMWB_CUDA(rmsnorm(x, L.attn_norm, n, c.dim, c.norm_eps, xb, s));
-    if (trim && l == c.n_layers - 1) {
-      // The last layer past K/V for the logit rows only (as LlamaModel::forward_logit_rows):
-      // every row's K and V are written, then Q, attention, the output projection, the FFN and
-      // the final norm run over the nl logit rows, compacted (nothing, for a prefill chunk that
-      // samples no token).
-      {
-        const DeviceMatrix* kvm[2] = {&L.wk, &L.wv};
-        float* out[2] = {k, v};
-        mm_.run_stacked(kvm, out, 2, xb, n);
-      }
+    // The last layer, trimmed (as LlamaModel::forward_logit_rows): every row's K and V are
+    // written, then Q, attention, the output projection and the FFN run over the nl logit rows,
+    // compacted (nothing, for a prefill chunk that samples no token).
+    const bool trimmed = trim && l == c.n_layers - 1;
+    if (trimmed) {
+      const DeviceMatrix* kvm[2] = {&L.wk, &L.wv};
+      float* out[2] = {k, v};
+      mm_.run_stacked(kvm, out, 2, xb, n);
       LLMWB_CUDA(rope(k, nullptr, n, c.n_kv_heads, 0, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
-      LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,
-                          reinterpret_cast<const int64_t*>(dm + m.slots), n, static_cast<int>(kv_dim), s));
-      if (nl == 0) return;
-      const AttentionBatch al = logit_attention_batch(ab.max_ctx);
-      const int* src = ip(m.logit_src);
-      float* xl = hb_.as<float>();   // the logit rows' normed input
-      LLMWB_CUDA(gather_rows(xb, src, nl, c.dim, xl, s));
-      matmul(L.wq, xl, nl, q);
-      LLMWB_CUDA(rope(q, nullptr, nl, c.n_heads, 0, c.head_dim, al.row_pos, inv_freq_, interleaved, s));
-      const float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
-      const float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
-      LLMWB_CUDA(attention(q, kl, vl, al, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
-      matmul(L.wo, att, nl, xb2);
-      float* res = last_.as<float>();   // the logit rows' residual stream
-      LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
-      LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, nl, c.dim, c.norm_eps, xb, s));
-      mm_.run_swiglu(L.w1, L.w3, xb, nl, hb, hb2);
-      matmul(L.w2, hb, nl, xb2);
-      LLMWB_CUDA(add(res, xb2, int64_t(nl) * dim, s));
-      LLMWB_CUDA(rmsnorm(res, final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
-      matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
-      return;
-    }
-    {
+    } else {
       const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
       float* out[3] = {q, k, v};
       mm_.run_stacked(qkv, out, 3, xb, n);
+      LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     }
-    LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
     float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
     LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,
                         reinterpret_cast<const int64_t*>(dm + m.slots), n, static_cast<int>(kv_dim), s));
-    if (rs && l == record_layer)
-      LLMWB_CUDA(attention_naive(q, kl, vl, ab, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
+    int rows = n;              // the rows that go on past K/V
+    AttentionBatch at = ab;
+    float* res = x;            // their residual stream
+    if (trimmed) {
+      if (nl == 0) return;
+      rows = nl;
+      at = logit_attention_batch(ab.max_ctx);
+      res = last_.as<float>();
+      const int* src = ip(m.logit_src);
+      float* xl = hb_.as<float>();   // the logit rows' normed input
+      LLMWB_CUDA(gather_rows(xb, src, nl, c.dim, xl, s));
+      matmul(L.wq, xl, nl, q);
+      LLMWB_CUDA(rope(q, nullptr, nl, c.n_heads, 0, c.head_dim, at.row_pos, inv_freq_, interleaved, s));
+      LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
+    }
+    if (rs && l == record_layer)   // trims_last_layer keeps the recorded layer whole
+      LLMWB_CUDA(attention_naive(q, kl, vl, at, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
     else
-      LLMWB_CUDA(attention(q, kl, vl, ab, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
-    matmul(L.wo, att, n, xb2);
-    LLMWB_CUDA(add_rmsnorm(x, xb2, L.ffn_norm, n, c.dim, c.norm_eps, xb, s));
-    mm_.run_swiglu(L.w1, L.w3, xb, n, hb, hb2);
-    matmul(L.w2, hb, n, xb2);
+      LLMWB_CUDA(attention(q, kl, vl, at, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
+    matmul(L.wo, att, rows, xb2);
+    LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, rows, c.dim, c.norm_eps, xb, s));
+    mm_.run_swiglu(L.w1, L.w3, xb, rows, hb, hb2);
+    matmul(L.w2, hb, rows, xb2);
     pending = xb2;
   }
   if (nl > 0) {
-    if (pending) LLMWB_CUDA(add(x, pending, int64_t(n) * dim, s));
-    LLMWB_CUDA(gather_rows(x, ip(m.logit_src), nl, c.dim, last_.as<float>(), s));
-    LLMWB_CUDA(rmsnorm(last_.as<float>(), final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
+    float* res = last_.as<float>();
+    if (trim) {   // already the logit rows
+      LLMWB_CUDA(add(res, pending, int64_t(nl) * dim, s));
+    } else {
+      if (pending) LLMWB_CUDA(add(x, pending, int64_t(n) * dim, s));
+      LLMWB_CUDA(gather_rows(x, ip(m.logit_src), nl, c.dim, res, s));
+    }
+    LLMWB_CUDA(rmsnorm(res, final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
     matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
   }
 }
