@@ -11,6 +11,10 @@
 // of few sequences) the context is split over several blocks whose partial (max, sum, output)
 // a second kernel combines (flash-decoding, Dao et al. 2023).
 //
+// K and V are f32 or int8 codes with a scale per (slot, kv head) (KVPool): an int8 element is
+// read as scale * code into registers or shared memory, so an int8 pool moves a quarter of the
+// bytes and nothing is dequantized in memory.
+//
 // Head sizes that are not a multiple of 32 (or above 256), and groups above 16 heads, take the
 // naive kernel, which also records the softmax weights for the attention heatmap.
 #include <cuda_runtime.h>
@@ -64,11 +68,20 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Element d of kv head kvh in `slot` of one layer's K or V (base, scale: KVLayer's), as a float.
+template <bool I8>
+__device__ __forceinline__ float kv_elem(const void* base, const float* scale, int64_t slot, int64_t kv_dim,
+                                         int n_kv_heads, int kvh, int hd, int d) {
+  const int64_t i = slot * kv_dim + int64_t(kvh) * hd + d;
+  if constexpr (I8)
+    return scale[slot * n_kv_heads + kvh] * static_cast<float>(static_cast<const int8_t*>(base)[i]);
+  else
+    return static_cast<const float*>(base)[i];
+}
+
 // NC = head_dim / 32: output dims per lane.
-template <int NC>
-__global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const float* __restrict__ q,
-                                                                      const float* __restrict__ k_layer,
-                                                                      const float* __restrict__ v_layer,
+template <int NC, bool I8>
+__global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const float* __restrict__ q, KVLayer kv,
                                                                       AttentionBatch b, AttentionShape sh,
                                                                       int split_len, int n_splits,
                                                                       float* __restrict__ ws) {
@@ -111,14 +124,14 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
     __syncthreads();   // the previous tile is consumed (and qs written, the first time)
     for (int i = threadIdx.x; i < kTile * HD; i += blockDim.x) {
       const int j = i / HD, d = i % HD;
-      float kv = 0.0f, vv = 0.0f;
+      float kk = 0.0f, vv = 0.0f;
       if (j0 + j < end) {
         const int pj = j0 + j;
         const int64_t slot = int64_t(table[pj / sh.block_size]) * sh.block_size + pj % sh.block_size;
-        kv = k_layer[slot * kv_dim + int64_t(kvh) * HD + d];
-        vv = v_layer[slot * kv_dim + int64_t(kvh) * HD + d];
+        kk = kv_elem<I8>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
+        vv = kv_elem<I8>(kv.v, kv.v_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
       }
-      ks[j * (HD + 1) + d] = kv;
+      ks[j * (HD + 1) + d] = kk;
       vs[j * (HD + 1) + d] = vv;
     }
     __syncthreads();
@@ -166,10 +179,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
 // scores position j of each 32-position step reading its K row with 16-byte loads; lane l
 // accumulates output dims l, l+32, ... reading V rows coalesced. Same partials as the tiled
 // kernel, combined by the same kernel.
-template <int NC>
-__global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const float* __restrict__ q,
-                                                                       const float* __restrict__ k_layer,
-                                                                       const float* __restrict__ v_layer,
+template <int NC, bool I8>
+__global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const float* __restrict__ q, KVLayer kv,
                                                                        AttentionBatch b, AttentionShape sh,
                                                                        int split_len, int n_splits,
                                                                        float* __restrict__ ws) {
@@ -196,12 +207,23 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     float sc = -INFINITY;
     if (j < end) {
       slot = int64_t(table[j / sh.block_size]) * sh.block_size + j % sh.block_size;
-      const float4* kr = reinterpret_cast<const float4*>(k_layer + slot * kv_dim + int64_t(kvh) * HD);
       float dot = 0.0f;
+      if constexpr (I8) {   // 4 codes per load; the scale once per position
+        const char4* kr = reinterpret_cast<const char4*>(static_cast<const int8_t*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
 #pragma unroll 8
-      for (int d4 = 0; d4 < HD / 4; ++d4) {
-        const float4 kk = kr[d4];
-        dot += qw[4 * d4] * kk.x + qw[4 * d4 + 1] * kk.y + qw[4 * d4 + 2] * kk.z + qw[4 * d4 + 3] * kk.w;
+        for (int d4 = 0; d4 < HD / 4; ++d4) {
+          const char4 kk = kr[d4];
+          dot += qw[4 * d4] * float(kk.x) + qw[4 * d4 + 1] * float(kk.y) + qw[4 * d4 + 2] * float(kk.z) +
+                 qw[4 * d4 + 3] * float(kk.w);
+        }
+        dot *= kv.k_scale[slot * sh.n_kv_heads + kvh];
+      } else {
+        const float4* kr = reinterpret_cast<const float4*>(static_cast<const float*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
+#pragma unroll 8
+        for (int d4 = 0; d4 < HD / 4; ++d4) {
+          const float4 kk = kr[d4];
+          dot += qw[4 * d4] * kk.x + qw[4 * d4 + 1] * kk.y + qw[4 * d4 + 2] * kk.z + qw[4 * d4 + 3] * kk.w;
+        }
       }
       sc = dot;
     }
@@ -216,9 +238,16 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     for (int jj = 0; jj < n_valid; ++jj) {
       const float w = __shfl_sync(0xffffffffu, pr, jj);
       const int64_t sj = __shfl_sync(0xffffffffu, slot, jj);
-      const float* vr = v_layer + sj * kv_dim + int64_t(kvh) * HD;
+      if constexpr (I8) {
+        const int8_t* vr = static_cast<const int8_t*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
+        const float ws = w * kv.v_scale[sj * sh.n_kv_heads + kvh];
 #pragma unroll
-      for (int c = 0; c < NC; ++c) acc[c] += w * vr[lane + 32 * c];
+        for (int c = 0; c < NC; ++c) acc[c] += ws * float(vr[lane + 32 * c]);
+      } else {
+        const float* vr = static_cast<const float*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) acc[c] += w * vr[lane + 32 * c];
+      }
     }
   }
   float* o = ws + ((int64_t(row) * sh.n_heads + head) * n_splits + split) * (HD + 2);
@@ -246,8 +275,8 @@ __global__ void attention_combine_kernel(const float* __restrict__ ws, int n_hea
 }
 
 // One block per (row, head): scores of every position in shared memory, softmax, weighted sum.
-__global__ void attention_naive_kernel(const float* __restrict__ q, const float* __restrict__ k_layer,
-                                       const float* __restrict__ v_layer, AttentionBatch b, AttentionShape sh,
+template <bool I8>
+__global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, AttentionBatch b, AttentionShape sh,
                                        float* __restrict__ out, float* __restrict__ weights, int first_row,
                                        int n_weight_rows, int weights_stride) {
   LLMWB_DYNAMIC_SHARED(float, sc);
@@ -263,9 +292,9 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, const float*
 
   float mx = -INFINITY;
   for (int j = threadIdx.x; j < ctx; j += blockDim.x) {
-    const float* kj = k_layer + slot_of(j) * kv_dim + int64_t(kvh) * hd;
+    const int64_t slot = slot_of(j);
     float s = 0.0f;
-    for (int d = 0; d < hd; ++d) s += qh[d] * kj[d];
+    for (int d = 0; d < hd; ++d) s += qh[d] * kv_elem<I8>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, hd, d);
     s *= sh.scale;
     sc[j] = s;
     mx = fmaxf(mx, s);
@@ -292,7 +321,7 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, const float*
   __syncthreads();
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0.0f;
-    for (int j = 0; j < ctx; ++j) o += sc[j] * v_layer[slot_of(j) * kv_dim + int64_t(kvh) * hd + d];
+    for (int j = 0; j < ctx; ++j) o += sc[j] * kv_elem<I8>(kv.v, kv.v_scale, slot_of(j), kv_dim, sh.n_kv_heads, kvh, hd, d);
     out[(int64_t(row) * sh.n_heads + head) * hd + d] = o;
   }
   if (weights && row >= first_row && row < first_row + n_weight_rows) {
@@ -301,26 +330,26 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, const float*
   }
 }
 
-template <int NC>
-cudaError_t launch_tiled(const float* q, const float* k, const float* v, const AttentionBatch& b,
-                         const AttentionShape& sh, const Split& sp, float* ws, cudaStream_t s) {
+template <int NC, bool I8>
+cudaError_t launch_tiled(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                         const Split& sp, float* ws, cudaStream_t s) {
   constexpr int HD = NC * 32;
   const size_t smem = sizeof(float) * (size_t(kMaxPairs) * HD + 2 * size_t(kTile) * (HD + 1));
-  static const cudaError_t attr = cudaFuncSetAttribute(attention_tiled_kernel<NC>,
+  static const cudaError_t attr = cudaFuncSetAttribute(attention_tiled_kernel<NC, I8>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                        static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(b.n_tiles), static_cast<unsigned>(sh.n_kv_heads), static_cast<unsigned>(sp.n));
-  LLMWB_LAUNCH(grid, kWarps * 32, smem, s, attention_tiled_kernel<NC>)(q, k, v, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, smem, s, attention_tiled_kernel<NC, I8>)(q, kv, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
-template <int NC>
-cudaError_t launch_decode(const float* q, const float* k, const float* v, const AttentionBatch& b,
-                          const AttentionShape& sh, const Split& sp, float* ws, cudaStream_t s) {
+template <int NC, bool I8>
+cudaError_t launch_decode(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                          const Split& sp, float* ws, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(b.n_rows), static_cast<unsigned>((sh.n_heads + kWarps - 1) / kWarps),
                   static_cast<unsigned>(sp.n));
-  LLMWB_LAUNCH(grid, kWarps * 32, 0, s, attention_decode_kernel<NC>)(q, k, v, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, 0, s, attention_decode_kernel<NC, I8>)(q, kv, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
@@ -356,16 +385,19 @@ int64_t attention_workspace_floats(const AttentionBatch& b, const AttentionShape
   return int64_t(b.n_rows) * sh.n_heads * sp.n * (sh.head_dim + 2);
 }
 
-cudaError_t attention(const float* q, const float* k_layer, const float* v_layer, const AttentionBatch& b,
-                      const AttentionShape& sh, float* workspace, int num_sms, float* out, cudaStream_t s) {
+cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                      float* workspace, int num_sms, float* out, cudaStream_t s) {
   if (b.n_rows <= 0) return cudaSuccess;
-  if (!tiled_ok(sh)) return attention_naive(q, k_layer, v_layer, b, sh, out, nullptr, 0, 0, 0, s);
+  if (!tiled_ok(sh)) return attention_naive(q, kv, b, sh, out, nullptr, 0, 0, 0, s);
   const Split sp = choose_split(b, sh, num_sms);
   const bool decode = use_decode_kernel(b, sh);
   const cudaError_t e = with_head_chunks(sh.head_dim / 32, [&](auto nc) {
     constexpr int NC = decltype(nc)::value;
-    return decode ? launch_decode<NC>(q, k_layer, v_layer, b, sh, sp, workspace, s)
-                  : launch_tiled<NC>(q, k_layer, v_layer, b, sh, sp, workspace, s);
+    if (kv.int8)
+      return decode ? launch_decode<NC, true>(q, kv, b, sh, sp, workspace, s)
+                    : launch_tiled<NC, true>(q, kv, b, sh, sp, workspace, s);
+    return decode ? launch_decode<NC, false>(q, kv, b, sh, sp, workspace, s)
+                  : launch_tiled<NC, false>(q, kv, b, sh, sp, workspace, s);
   });
   if (e != cudaSuccess) return e;
   LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), static_cast<unsigned>(sh.head_dim), 0, s, attention_combine_kernel)(workspace, sh.n_heads, sh.head_dim, sp.n,
@@ -373,19 +405,29 @@ cudaError_t attention(const float* q, const float* k_layer, const float* v_layer
   return cudaGetLastError();
 }
 
-cudaError_t attention_naive(const float* q, const float* k_layer, const float* v_layer, const AttentionBatch& b,
-                            const AttentionShape& sh, float* out, float* weights, int first_row, int n_weight_rows,
-                            int weights_stride, cudaStream_t s) {
-  if (b.n_rows <= 0) return cudaSuccess;
+namespace {
+template <bool I8>
+cudaError_t launch_naive(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                         float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
+                         cudaStream_t s) {
   const size_t smem = sizeof(float) * static_cast<size_t>(b.max_ctx);
   if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(attention_naive_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(attention_naive_kernel<I8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), 128, smem, s, attention_naive_kernel)(
-      q, k_layer, v_layer, b, sh, out, weights, first_row, n_weight_rows, weights_stride);
+  LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), 128, smem, s,
+               attention_naive_kernel<I8>)(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride);
   return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t attention_naive(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                            float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
+                            cudaStream_t s) {
+  if (b.n_rows <= 0) return cudaSuccess;
+  return kv.int8 ? launch_naive<true>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s)
+                 : launch_naive<false>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
 }
 
 }  // namespace llmwb::cuda

@@ -98,22 +98,45 @@ __global__ void gather_rows_kernel(const float* src, const int* rows, int width,
   for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < width; c += gridDim.x * blockDim.x) d[c] = s[c];
 }
 
-__global__ void store_kv_kernel(float* k_pool, float* v_pool, int64_t layer_off, const float* k, const float* v,
-                                const int64_t* slots, int kv_dim) {
+__global__ void store_kv_kernel(float* k_pool, float* v_pool, const float* k, const float* v, const int64_t* slots,
+                                int kv_dim) {
   const int r = blockIdx.y;
   const int64_t slot = slots[r];
   if (slot < 0) return;
-  float* kd = k_pool + layer_off + slot * kv_dim;
-  float* vd = v_pool + layer_off + slot * kv_dim;
+  float* kd = k_pool + slot * kv_dim;
+  float* vd = v_pool + slot * kv_dim;
   for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < kv_dim; c += gridDim.x * blockDim.x) {
     kd[c] = k[int64_t(r) * kv_dim + c];
     vd[c] = v[int64_t(r) * kv_dim + c];
   }
 }
 
-// grid.y = pair, grid.z = layer.
-__global__ void copy_blocks_kernel(float* k_pool, float* v_pool, int64_t layer_stride, int64_t block_elems,
-                                   const int* pairs) {
+// One warp per (row, kv head, K or V): scale = |max| / 127 over the head, code = round(x / scale)
+// (ties to even, as the CPU's nearbyint), computed as KVCache::store_int8 does: the same IEEE
+// division and product, so both backends write the same bytes. grid (heads / 4, rows), 8 warps.
+__global__ void store_kv_int8_kernel(int8_t* k_pool, int8_t* v_pool, float* k_scale, float* v_scale, const float* k,
+                                     const float* v, const int64_t* slots, int n_kv_heads, int head_dim) {
+  const int r = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.x * 4 + warp / 2;
+  const int64_t slot = slots[r];
+  if (slot < 0 || h >= n_kv_heads) return;   // whole warp; no barrier below but the warp's own
+  const bool is_v = warp % 2 == 1;
+  const int64_t kv_dim = int64_t(n_kv_heads) * head_dim;
+  const float* x = (is_v ? v : k) + int64_t(r) * kv_dim + int64_t(h) * head_dim;
+  int8_t* q = (is_v ? v_pool : k_pool) + slot * kv_dim + int64_t(h) * head_dim;
+  float amax = 0.0f;
+  for (int i = lane; i < head_dim; i += 32) amax = fmaxf(amax, fabsf(x[i]));
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float sc = amax / 127.0f;
+  const float inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+  if (lane == 0) (is_v ? v_scale : k_scale)[slot * n_kv_heads + h] = sc;
+  for (int i = lane; i < head_dim; i += 32)
+    q[i] = static_cast<int8_t>(fminf(fmaxf(rintf(x[i] * inv), -127.0f), 127.0f));
+}
+
+// grid.y = pair, grid.z = layer; T is the element (float, int8 codes or float scales).
+template <class T>
+__global__ void copy_blocks_kernel(T* k_pool, T* v_pool, int64_t layer_stride, int64_t block_elems, const int* pairs) {
   const int64_t src = int64_t(pairs[2 * blockIdx.y]) * block_elems + blockIdx.z * layer_stride;
   const int64_t dst = int64_t(pairs[2 * blockIdx.y + 1]) * block_elems + blockIdx.z * layer_stride;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < block_elems; i += int64_t(gridDim.x) * blockDim.x) {
@@ -186,24 +209,50 @@ cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width
   return cudaSuccess;
 }
 
-cudaError_t store_kv(float* k_pool, float* v_pool, int layer, int64_t layer_stride, const float* k, const float* v,
-                     const int64_t* slots, int n_rows, int kv_dim, cudaStream_t s) {
+cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float* v, const int64_t* slots, int n_rows,
+                     cudaStream_t s) {
+  const int64_t kv_dim = pool.kv_dim();
+  const int64_t elems = int64_t(layer) * pool.n_slots * kv_dim, scales = int64_t(layer) * pool.n_slots * pool.n_kv_heads;
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_kernel)(
-        k_pool, v_pool, int64_t(layer) * layer_stride, k + int64_t(r0) * kv_dim, v + int64_t(r0) * kv_dim, slots + r0,
-        kv_dim);
+    if (pool.int8) {
+      LLMWB_LAUNCH(dim3(static_cast<unsigned>((pool.n_kv_heads + 3) / 4), static_cast<unsigned>(n)), kThreads, 0, s,
+                   store_kv_int8_kernel)(static_cast<int8_t*>(pool.k) + elems, static_cast<int8_t*>(pool.v) + elems,
+                                         pool.k_scale + scales, pool.v_scale + scales, k + int64_t(r0) * kv_dim,
+                                         v + int64_t(r0) * kv_dim, slots + r0, pool.n_kv_heads, pool.head_dim);
+    } else {
+      LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_kernel)(
+          static_cast<float*>(pool.k) + elems, static_cast<float*>(pool.v) + elems, k + int64_t(r0) * kv_dim,
+          v + int64_t(r0) * kv_dim, slots + r0, static_cast<int>(kv_dim));
+    }
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t layer_stride, int64_t block_elems,
-                        const int* pairs, int n_pairs, cudaStream_t s) {
+namespace {
+template <class T>
+cudaError_t copy_pool_blocks(T* k, T* v, int n_layers, int64_t layer_stride, int64_t block_elems, const int* pairs,
+                             int n_pairs, cudaStream_t s) {
+  LLMWB_LAUNCH(dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)), kThreads, 0,
+               s, copy_blocks_kernel<T>)(k, v, layer_stride, block_elems, pairs);
+  return cudaGetLastError();
+}
+}  // namespace
+
+cudaError_t copy_blocks(const KVPool& pool, int n_layers, int block_size, const int* pairs, int n_pairs,
+                        cudaStream_t s) {
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
   if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
-  LLMWB_LAUNCH(dim3(col_blocks(block_elems), static_cast<unsigned>(n_pairs), static_cast<unsigned>(n_layers)), kThreads, 0, s, copy_blocks_kernel)(k_pool, v_pool, layer_stride, block_elems, pairs);
-  return cudaGetLastError();
+  const int64_t kv_dim = pool.kv_dim();
+  if (!pool.int8)
+    return copy_pool_blocks(static_cast<float*>(pool.k), static_cast<float*>(pool.v), n_layers, pool.n_slots * kv_dim,
+                            block_size * kv_dim, pairs, n_pairs, s);
+  const cudaError_t e = copy_pool_blocks(static_cast<int8_t*>(pool.k), static_cast<int8_t*>(pool.v), n_layers,
+                                         pool.n_slots * kv_dim, block_size * kv_dim, pairs, n_pairs, s);
+  if (e != cudaSuccess) return e;
+  return copy_pool_blocks(pool.k_scale, pool.v_scale, n_layers, pool.n_slots * pool.n_kv_heads,
+                          int64_t(block_size) * pool.n_kv_heads, pairs, n_pairs, s);
 }
 
 }  // namespace llmwb::cuda

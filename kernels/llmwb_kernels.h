@@ -42,13 +42,47 @@ cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 // dst[r] = src[rows[r]] (width floats each)
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s);
-// K/V pool: layer-major [layer][block][slot][kv_dim] floats, as engine/kv/kv_cache.h.
-// Writes row r of k and v (kv_dim floats) to slot slots[r] of `layer` (slot < 0: skipped).
-cudaError_t store_kv(float* k_pool, float* v_pool, int layer, int64_t layer_stride, const float* k, const float* v,
-                     const int64_t* slots, int n_rows, int kv_dim, cudaStream_t s);
-// Copies whole blocks (all layers, K and V): pairs[2i] -> pairs[2i+1], block_elems = block_size * kv_dim.
-cudaError_t copy_blocks(float* k_pool, float* v_pool, int n_layers, int64_t layer_stride, int64_t block_elems,
-                        const int* pairs, int n_pairs, cudaStream_t s);
+
+// ---- the K/V pool (elementwise.cu writes and copies it; attention.cu reads it) ---------------
+// K and V of every layer, layer-major: [layer][block][slot][kv_dim] elements, f32 or int8 codes.
+// An int8 element is scale * code with one f32 scale per (layer, slot, kv head), the scales
+// [layer][block][slot][n_kv_heads] beside the codes: scale = |max| / 127 over the head's dims,
+// code = round(x / scale) (engine/kv/kv_cache.h's definition, so a slot holds the same bytes on
+// both backends).
+struct KVPool {
+  void* k = nullptr;
+  void* v = nullptr;
+  float* k_scale = nullptr;   // int8 only
+  float* v_scale = nullptr;
+  bool int8 = false;
+  int64_t n_slots = 0;        // num_blocks * block_size (slots of one layer)
+  int n_kv_heads = 0, head_dim = 0;
+  int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
+};
+// One layer of a pool, as attention reads it.
+struct KVLayer {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  bool int8 = false;
+};
+inline KVLayer kv_layer(const KVPool& p, int layer) {
+  const int64_t elems = int64_t(layer) * p.n_slots * p.kv_dim(), scales = int64_t(layer) * p.n_slots * p.n_kv_heads;
+  if (!p.int8)
+    return {static_cast<const float*>(p.k) + elems, static_cast<const float*>(p.v) + elems, nullptr, nullptr, false};
+  return {static_cast<const int8_t*>(p.k) + elems, static_cast<const int8_t*>(p.v) + elems, p.k_scale + scales,
+          p.v_scale + scales, true};
+}
+// An f32 layer of K and V (one layer's [slot][kv_dim] floats).
+inline KVLayer kv_f32(const float* k, const float* v) { return {k, v, nullptr, nullptr, false}; }
+// Writes row r of k and v (kv_dim floats each) to slot slots[r] of `layer` (slot < 0: skipped),
+// quantized per kv head in an int8 pool.
+cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float* v, const int64_t* slots, int n_rows,
+                     cudaStream_t s);
+// Copies whole blocks (all layers, K and V, and their scales): pairs[2i] -> pairs[2i+1].
+cudaError_t copy_blocks(const KVPool& pool, int n_layers, int block_size, const int* pairs, int n_pairs,
+                        cudaStream_t s);
 
 // ---- matrices (gemv.cu, convert.cu) ---------------------------------------------------------
 // y[r] = W x[r] for n_rows <= kGemvMaxRows, reading W once (the decode path). Each output is
@@ -98,15 +132,17 @@ int64_t attention_workspace_floats(const AttentionBatch& b, const AttentionShape
 // out (n_rows x n_heads*head_dim) = causal softmax(q k^T * scale) v over each row's positions
 // 0..pos, K/V read through the block tables (PagedAttention), split over the context when the
 // batch is too small to fill the GPU (flash-decoding), then reduced.
-cudaError_t attention(const float* q, const float* k_layer, const float* v_layer, const AttentionBatch& b,
-                      const AttentionShape& sh, float* workspace, int num_sms, float* out, cudaStream_t s);
+// An int8 layer is read as scale * code, in the kernels' registers and shared memory (never
+// dequantized in memory).
+cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                      float* workspace, int num_sms, float* out, cudaStream_t s);
 // The naive kernel (one thread block per (row, head), scores in shared memory): the benchmark
 // baseline and the heatmap: when `weights` is given, row r's softmax weights for head h go to
 // weights[((r - first_row) * n_heads + h) * weights_stride + j] for the rows first_row ..
 // first_row + n_weight_rows - 1. Needs max_ctx * 4 bytes of shared memory.
-cudaError_t attention_naive(const float* q, const float* k_layer, const float* v_layer, const AttentionBatch& b,
-                            const AttentionShape& sh, float* out, float* weights, int first_row, int n_weight_rows,
-                            int weights_stride, cudaStream_t s);
+cudaError_t attention_naive(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
+                            float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
+                            cudaStream_t s);
 
 // ---- sampling (sampling.cu) -------------------------------------------------------------------
 // out[r] = argmax of logits row r (vocab floats); ties to the lowest id, as the CPU sampler.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kv/kv_cache.h"
 #include "model/forward_batch.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
@@ -42,8 +43,10 @@ class DeviceModel {
   virtual std::string describe() const = 0;
   // Device memory free now (after the weights), for sizing the KV pool.
   virtual uint64_t free_memory_bytes() const = 0;
-  // Allocates the KV pool: num_blocks blocks of block_size tokens, all layers, K and V, f32.
-  virtual void allocate_kv(int num_blocks, int block_size) = 0;
+  // Allocates the KV pool: num_blocks blocks of block_size tokens, all layers, K and V, with
+  // KVCache's element type and quantization (KVCache::bytes_per_block bytes per block).
+  virtual void allocate_kv(int num_blocks, int block_size, KVDType dtype) = 0;
+  void allocate_kv(int num_blocks, int block_size) { allocate_kv(num_blocks, block_size, KVDType::F32); }
   // As LlamaModel::forward, against the device's own KV pool. With `sampled`, the rows it marks
   // come back as a sampled token and its probability (sampled->token / prob) instead of logits.
   virtual void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,

@@ -146,8 +146,6 @@ void Engine::Impl::load(const LoadProgress& progress) {
   KVDType kv_dtype;
   if (!kv_dtype_from_name(cfg.kv_dtype, &kv_dtype))
     throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not a KV cache type (f32 or int8)");
-  if (kv_dtype != KVDType::F32 && cfg.backend == "cuda")
-    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' KV cache runs on the CPU backend only; the CUDA KV pool is f32");
 
   report(0.0, "reading " + cfg.model);
   file = load_model_file(cfg.model, [&](double f, const std::string& what) {
@@ -224,7 +222,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
     throw Error("kv_memory", "budget of " + std::to_string(budget) + " bytes holds no KV block (one block needs " +
                                  std::to_string(per_block) + " bytes)");
   if (device)
-    device->allocate_kv(num_blocks, cfg.block_size);
+    device->allocate_kv(num_blocks, cfg.block_size, kv_dtype);
   else
     kv = std::make_unique<KVCache>(c.n_layers, num_blocks, cfg.block_size, c.n_kv_heads, c.head_dim, kv_dtype);
   kv_bytes = per_block * uint64_t(num_blocks);

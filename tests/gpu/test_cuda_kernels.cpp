@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_matmul.h"
 #include "backend/cuda/cuda_model.h"
 #include "gpu_test.h"
+#include "kv/kv_cache.h"
 #include "llmwb_kernels.h"
 #include "model/tensor.h"
 #include "sample/rng.h"
@@ -254,26 +255,25 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
   std::mt19937_64 rng(std::random_device{}());
   const int n_layers = 3, num_blocks = 6, bs = 4, kv_dim = 40;
   const int64_t layer_stride = int64_t(num_blocks) * bs * kv_dim;
-  const size_t pool = size_t(layer_stride) * n_layers;
-  std::vector<float> hk = random_floats(pool, rng), hv = random_floats(pool, rng);
+  const size_t pool_floats = size_t(layer_stride) * n_layers;
+  std::vector<float> hk = random_floats(pool_floats, rng), hv = random_floats(pool_floats, rng);
   DeviceBuffer dk = to_device(hk), dv = to_device(hv);
   const int n = 4;
   const std::vector<float> k = random_floats(n * kv_dim, rng), v = random_floats(n * kv_dim, rng);
   const std::vector<int64_t> slots{3, 17, -1, 22};   // -1: skipped
   const DeviceBuffer dkn = to_device(k), dvn = to_device(v), ds = to_device(slots);
-  LLMWB_CUDA(cuda::store_kv(dk.as<float>(), dv.as<float>(), 1, layer_stride, dkn.as<float>(), dvn.as<float>(),
-                            ds.as<int64_t>(), n, kv_dim, nullptr));
+  const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, false, int64_t(num_blocks) * bs, 5, kv_dim / 5};
+  LLMWB_CUDA(cuda::store_kv(pool, 1, dkn.as<float>(), dvn.as<float>(), ds.as<int64_t>(), n, nullptr));
   for (int r = 0; r < n; ++r) {
     if (slots[r] < 0) continue;
     std::copy(k.begin() + r * kv_dim, k.begin() + (r + 1) * kv_dim, hk.begin() + layer_stride + slots[r] * kv_dim);
     std::copy(v.begin() + r * kv_dim, v.begin() + (r + 1) * kv_dim, hv.begin() + layer_stride + slots[r] * kv_dim);
   }
-  EXPECT_EQ(to_host<float>(dk, pool), hk);
-  EXPECT_EQ(to_host<float>(dv, pool), hv);
+  EXPECT_EQ(to_host<float>(dk, pool_floats), hk);
+  EXPECT_EQ(to_host<float>(dv, pool_floats), hv);
   const std::vector<int> pairs{1, 4, 5, 0};
   const DeviceBuffer dp = to_device(pairs);
-  LLMWB_CUDA(cuda::copy_blocks(dk.as<float>(), dv.as<float>(), n_layers, layer_stride, int64_t(bs) * kv_dim,
-                               dp.as<int>(), 2, nullptr));
+  LLMWB_CUDA(cuda::copy_blocks(pool, n_layers, bs, dp.as<int>(), 2, nullptr));
   for (int l = 0; l < n_layers; ++l)
     for (int p = 0; p < 2; ++p) {
       const size_t src = size_t(l * layer_stride + pairs[2 * p] * bs * kv_dim);
@@ -281,8 +281,70 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
       std::copy(hk.begin() + src, hk.begin() + src + bs * kv_dim, hk.begin() + dst);
       std::copy(hv.begin() + src, hv.begin() + src + bs * kv_dim, hv.begin() + dst);
     }
-  EXPECT_EQ(to_host<float>(dk, pool), hk);
-  EXPECT_EQ(to_host<float>(dv, pool), hv);
+  EXPECT_EQ(to_host<float>(dk, pool_floats), hk);
+  EXPECT_EQ(to_host<float>(dv, pool_floats), hv);
+}
+
+// An int8 pool holds the bytes the CPU's KVCache writes for the same rows: the codes and the
+// per-(slot, kv head) scales, equal bit for bit (so a sequence's K/V mean the same on both
+// backends), including an all-zero head (scale 0, codes 0) and values on a rounding tie. Copies
+// move codes and scales of every layer.
+TEST(CudaKernels, Int8StoreKvWritesTheCpuCachesCodesAndScales) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  for (auto [n_kv_heads, head_dim] : {std::pair{4, 64}, std::pair{2, 8}, std::pair{3, 100}}) {
+    const int n_layers = 3, num_blocks = 6, bs = 4, kv_dim = n_kv_heads * head_dim;
+    const int64_t n_slots = int64_t(num_blocks) * bs;
+    const size_t codes = size_t(n_slots) * kv_dim * n_layers, scales = size_t(n_slots) * n_kv_heads * n_layers;
+    DeviceBuffer dk(codes), dv(codes), dks(sizeof(float) * scales), dvs(sizeof(float) * scales);
+    LLMWB_CUDA(cudaMemset(dk.as(), 0x55, codes));
+    LLMWB_CUDA(cudaMemset(dv.as(), 0x55, codes));
+    LLMWB_CUDA(cudaMemset(dks.as(), 0xFF, dks.bytes()));   // NaN scales: an unwritten slot fails
+    LLMWB_CUDA(cudaMemset(dvs.as(), 0xFF, dvs.bytes()));
+    const cuda::KVPool pool{dk.as(), dv.as(), dks.as<float>(), dvs.as<float>(), true, n_slots, n_kv_heads, head_dim};
+    KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::INT8);
+    // Every slot of every layer written, 7 rows per launch; row 0 of each launch has a zero head
+    // and a value exactly half a step from two codes.
+    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    for (int l = 0; l < n_layers; ++l)
+      for (int64_t r0 = 0; r0 < n_slots; r0 += 7) {
+        const int n = int(std::min<int64_t>(7, n_slots - r0));
+        std::vector<float> k = random_floats(size_t(n) * kv_dim, rng, 3.0f), v = random_floats(size_t(n) * kv_dim, rng);
+        std::fill(k.begin(), k.begin() + head_dim, 0.0f);
+        v[0] = 127.0f, v[1] = 2.5f;   // scale 1: 2.5 is a tie, to even (2)
+        std::fill(v.begin() + 2, v.begin() + head_dim, 0.25f);
+        const std::vector<int64_t> rs(slots.begin() + r0, slots.begin() + r0 + n);
+        const DeviceBuffer dkn = to_device(k), dvn = to_device(v), drs = to_device(rs);
+        LLMWB_CUDA(cuda::store_kv(pool, l, dkn.as<float>(), dvn.as<float>(), drs.as<int64_t>(), n, nullptr));
+        for (int r = 0; r < n; ++r) cpu.store(l, rs[size_t(r)], k.data() + size_t(r) * kv_dim, v.data() + size_t(r) * kv_dim);
+      }
+    auto check = [&](const char* when) {
+      const std::vector<int8_t> gk = to_host<int8_t>(dk, codes), gv = to_host<int8_t>(dv, codes);
+      const std::vector<float> gks = to_host<float>(dks, scales), gvs = to_host<float>(dvs, scales);
+      int bad = 0;
+      for (int l = 0; l < n_layers; ++l)
+        for (int64_t slot = 0; slot < n_slots; ++slot) {
+          const size_t e = (size_t(l) * n_slots + size_t(slot)) * kv_dim, sc = (size_t(l) * n_slots + size_t(slot)) * n_kv_heads;
+          bad += std::memcmp(gk.data() + e, cpu.k8(l, slot), size_t(kv_dim)) != 0;
+          bad += std::memcmp(gv.data() + e, cpu.v8(l, slot), size_t(kv_dim)) != 0;
+          for (int h = 0; h < n_kv_heads; ++h) {
+            const float ck = cpu.k_scale(l, slot, h), cv = cpu.v_scale(l, slot, h);
+            bad += std::memcmp(&gks[sc + size_t(h)], &ck, 4) != 0;
+            bad += std::memcmp(&gvs[sc + size_t(h)], &cv, 4) != 0;
+          }
+        }
+      EXPECT_EQ(bad, 0) << when << ": " << n_kv_heads << " kv heads x " << head_dim;
+    };
+    check("after store_kv");
+    const std::vector<int> pairs{1, 4, 5, 0};
+    const DeviceBuffer dp = to_device(pairs);
+    LLMWB_CUDA(cuda::copy_blocks(pool, n_layers, bs, dp.as<int>(), 2, nullptr));
+    cpu.copy_block(1, 4);
+    cpu.copy_block(5, 0);
+    check("after copy_blocks");
+  }
 }
 
 TEST(CudaKernels, ArgmaxTakesTheLowestIdOnTiesAndReportsItsSoftmaxProbability) {
@@ -415,6 +477,33 @@ std::vector<double> reference_attention(const AttnCase& ac, const AttnFixture& f
   return out;
 }
 
+// An int8 pool of the fixture's K and V as the CPU's KVCache quantizes them (one layer: its
+// slots are the pool's), and the fixture with K and V replaced by their dequantized values.
+struct Int8Pool {
+  std::vector<int8_t> k, v;
+  std::vector<float> k_scale, v_scale;
+  AttnFixture dequantized;
+};
+Int8Pool quantize_pool(const AttnCase& ac, const AttnFixture& f) {
+  KVCache cache(1, f.num_blocks, f.bs, ac.n_kv_heads, ac.head_dim, KVDType::INT8);
+  const size_t kv_dim = size_t(ac.n_kv_heads) * ac.head_dim, n_slots = size_t(f.num_blocks) * f.bs;
+  Int8Pool p{{}, {}, {}, {}, f};
+  for (size_t slot = 0; slot < n_slots; ++slot) {
+    cache.store(0, int64_t(slot), f.k.data() + slot * kv_dim, f.v.data() + slot * kv_dim);
+    cache.load(0, int64_t(slot), p.dequantized.k.data() + slot * kv_dim, p.dequantized.v.data() + slot * kv_dim);
+    p.k.insert(p.k.end(), cache.k8(0, int64_t(slot)), cache.k8(0, int64_t(slot)) + kv_dim);
+    p.v.insert(p.v.end(), cache.v8(0, int64_t(slot)), cache.v8(0, int64_t(slot)) + kv_dim);
+    for (int h = 0; h < ac.n_kv_heads; ++h) {
+      p.k_scale.push_back(cache.k_scale(0, int64_t(slot), h));
+      p.v_scale.push_back(cache.v_scale(0, int64_t(slot), h));
+    }
+  }
+  return p;
+}
+
+// Every kernel (tiled, split, decode, naive with the heatmap's weights) over an f32 pool and over
+// an int8 pool, against float64 softmax attention of the values the pool holds (for int8: the
+// dequantized codes, KVCache::load): the kernels add only float rounding, never the quantization.
 TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
   LLMWB_REQUIRE_GPU();
   std::mt19937_64 rng(std::random_device{}());
@@ -424,53 +513,63 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
                                     {16, 1, 32}, {8, 8, 8},   {16, 8, 128}, {4, 4, 256}};
   for (const AttnCase& ac : cases) {
     for (const auto* batch : {&kMixedBatch, &kDecodeBatch}) {
-    const AttnFixture f = make_attention(ac, *batch, rng);
-    const std::vector<double> ref = reference_attention(ac, f);
-    const DeviceBuffer dk = to_device(f.k), dv = to_device(f.v), dq = to_device(f.q), dpos = to_device(f.row_pos),
-                       dseq = to_device(f.row_seq), dst = to_device(f.seq_table), dflat = to_device(f.flat),
-                       dtf = to_device(f.tile_first), dtr = to_device(f.tile_rows);
-    cuda::AttentionBatch b;
-    b.n_rows = f.n_rows;
-    b.row_pos = dpos.as<int>();
-    b.row_seq = dseq.as<int>();
-    b.seq_table = dst.as<int>();
-    b.tables = dflat.as<int>();
-    b.n_tiles = static_cast<int>(f.tile_first.size());
-    b.tile_first = dtf.as<int>();
-    b.tile_rows = dtr.as<int>();
-    b.max_ctx = f.max_ctx;
-    cuda::AttentionShape sh{ac.n_heads, ac.n_kv_heads, ac.head_dim, f.bs, 1.0f / std::sqrt(float(ac.head_dim))};
-    const size_t n_out = size_t(f.n_rows) * ac.n_heads * ac.head_dim;
-    // num_sms 1 gives one split; 132 (an H200) and 4096 split long contexts several ways.
-    for (int sms : {1, 132, 4096}) {
-      DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, cuda::attention_workspace_floats(b, sh, sms))));
-      LLMWB_CUDA(cudaMemset(ws.as(), 0xFF, ws.bytes()));
-      DeviceBuffer out = poisoned(n_out);
-      LLMWB_CUDA(cuda::attention(dq.as<float>(), dk.as<float>(), dv.as<float>(), b, sh, ws.as<float>(), sms,
-                                 out.as<float>(), nullptr));
-      EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5)
-          << ac.n_heads << "/" << ac.n_kv_heads << " heads, head_dim " << ac.head_dim << ", sms " << sms
-          << (batch == &kDecodeBatch ? ", decode batch" : ", mixed batch");
-    }
-    // The naive kernel, recording the weights of the last sequence's rows.
-    std::vector<std::vector<double>> wref;
-    (void)reference_attention(ac, f, &wref);
-    int first = 0;
-    for (size_t s = 0; s < 4; ++s) first += f.seqs[s].n_tokens;
-    const int nw = f.seqs[4].n_tokens, stride = f.seqs[4].start_pos + nw;
-    DeviceBuffer weights = poisoned(size_t(nw) * ac.n_heads * stride);
-    DeviceBuffer out = poisoned(n_out);
-    LLMWB_CUDA(cuda::attention_naive(dq.as<float>(), dk.as<float>(), dv.as<float>(), b, sh, out.as<float>(),
-                                     weights.as<float>(), first, nw, stride, nullptr));
-    EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << "naive, head_dim " << ac.head_dim;
-    const std::vector<float> w = to_host<float>(weights, size_t(nw) * ac.n_heads * stride);
-    for (int i = 0; i < nw; ++i)
-      for (int h = 0; h < ac.n_heads; ++h) {
-        const std::vector<double>& rw = wref[size_t(first + i) * ac.n_heads + h];
-        const std::vector<float> got(w.begin() + (size_t(i) * ac.n_heads + h) * stride,
-                                     w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
-        ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h;
+      const AttnFixture f = make_attention(ac, *batch, rng);
+      const Int8Pool p8 = quantize_pool(ac, f);
+      const DeviceBuffer dk = to_device(f.k), dv = to_device(f.v), dk8 = to_device(p8.k), dv8 = to_device(p8.v),
+                         dks = to_device(p8.k_scale), dvs = to_device(p8.v_scale), dq = to_device(f.q),
+                         dpos = to_device(f.row_pos), dseq = to_device(f.row_seq), dst = to_device(f.seq_table),
+                         dflat = to_device(f.flat), dtf = to_device(f.tile_first), dtr = to_device(f.tile_rows);
+      cuda::AttentionBatch b;
+      b.n_rows = f.n_rows;
+      b.row_pos = dpos.as<int>();
+      b.row_seq = dseq.as<int>();
+      b.seq_table = dst.as<int>();
+      b.tables = dflat.as<int>();
+      b.n_tiles = static_cast<int>(f.tile_first.size());
+      b.tile_first = dtf.as<int>();
+      b.tile_rows = dtr.as<int>();
+      b.max_ctx = f.max_ctx;
+      cuda::AttentionShape sh{ac.n_heads, ac.n_kv_heads, ac.head_dim, f.bs, 1.0f / std::sqrt(float(ac.head_dim))};
+      const size_t n_out = size_t(f.n_rows) * ac.n_heads * ac.head_dim;
+      const cuda::KVLayer f32 = cuda::kv_f32(dk.as<float>(), dv.as<float>());
+      const cuda::KVLayer int8{dk8.as(), dv8.as(), dks.as<float>(), dvs.as<float>(), true};
+      for (const auto& [kv, fix, tag] : {std::tuple{f32, &f, "f32"}, std::tuple{int8, &p8.dequantized, "int8"}}) {
+        const std::string where = std::to_string(ac.n_heads) + "/" + std::to_string(ac.n_kv_heads) + " heads, head_dim " +
+                                  std::to_string(ac.head_dim) + ", " + tag + " K/V, " +
+                                  (batch == &kDecodeBatch ? "decode batch" : "mixed batch");
+        std::vector<std::vector<double>> wref;
+        const std::vector<double> ref = reference_attention(ac, *fix, &wref);
+        // num_sms 1 gives one split; 132 (an H200) and 4096 split long contexts several ways.
+        for (int sms : {1, 132, 4096}) {
+          DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, cuda::attention_workspace_floats(b, sh, sms))));
+          LLMWB_CUDA(cudaMemset(ws.as(), 0xFF, ws.bytes()));
+          DeviceBuffer out = poisoned(n_out);
+          LLMWB_CUDA(cuda::attention(dq.as<float>(), kv, b, sh, ws.as<float>(), sms, out.as<float>(), nullptr));
+          EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << where << ", sms " << sms;
+        }
+        // The naive kernel, recording the weights of the last sequence's rows.
+        int first = 0;
+        for (size_t s = 0; s < 4; ++s) first += f.seqs[s].n_tokens;
+        const int nw = f.seqs[4].n_tokens, stride = f.seqs[4].start_pos + nw;
+        DeviceBuffer weights = poisoned(size_t(nw) * ac.n_heads * stride);
+        DeviceBuffer out = poisoned(n_out);
+        LLMWB_CUDA(cuda::attention_naive(dq.as<float>(), kv, b, sh, out.as<float>(), weights.as<float>(), first, nw, stride,
+                                         nullptr));
+        EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << "naive, " << where;
+        const std::vector<float> w = to_host<float>(weights, size_t(nw) * ac.n_heads * stride);
+        for (int i = 0; i < nw; ++i)
+          for (int h = 0; h < ac.n_heads; ++h) {
+            const std::vector<double>& rw = wref[size_t(first + i) * ac.n_heads + h];
+            const std::vector<float> got(w.begin() + (size_t(i) * ac.n_heads + h) * stride,
+                                         w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
+            ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h << ", " << where;
+          }
       }
+      // The quantization itself is visible: int8 K/V move the output away from the f32 answer.
+      const std::vector<double> exact = reference_attention(ac, f), quant = reference_attention(ac, p8.dequantized);
+      std::vector<float> qf(quant.begin(), quant.end());
+      EXPECT_GT(rel_error(qf, exact), 1e-5);
+      EXPECT_LT(rel_error(qf, exact), 2e-2);
     }
   }
 }

@@ -31,17 +31,18 @@ std::string make_random_model(DType dtype, int dim, int hidden, int heads, int k
 }
 
 // Two sequences on two runners step by step: a 20-token and a 3-token prefill in one batch,
-// then 6 decode steps of both; returns the worst relative logits error over all steps.
-double max_logits_error(const std::string& path) {
+// then 6 decode steps of both; returns the worst relative logits error over all steps. Both
+// runners keep K/V as `kv_dtype`.
+double max_logits_error(const std::string& path, KVDType kv_dtype = KVDType::F32) {
   auto file = load_model_file(path);
   const ModelConfig& c = file->config;
   LlamaWeights w = LlamaWeights::bind(*file);
   auto gpu = make_cuda_model(c, w);
   const int bs = 16, num_blocks = 16;
-  gpu->allocate_kv(num_blocks, bs);
+  gpu->allocate_kv(num_blocks, bs, kv_dtype);
   CpuBackend be(2);
   LlamaModel cpu(c, std::move(w), be);
-  KVCache kv(c.n_layers, num_blocks, bs, c.n_kv_heads, c.head_dim);
+  KVCache kv(c.n_layers, num_blocks, bs, c.n_kv_heads, c.head_dim, kv_dtype);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_int_distribution<int> tok(0, c.vocab_size - 1);
   // Block tables out of order: sequence 0 gets blocks 9, 2, 14; sequence 1 gets 5, 11.
@@ -92,6 +93,36 @@ TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
   }
   // head_dim 64, multi-head.
   EXPECT_LT(max_logits_error(make_random_model(DType::F32, 256, 384, 4, 4, 300, 8)), 1e-4);
+}
+
+// --kv-dtype int8: both backends quantize each (slot, kv head) the same way (the kernels' test
+// checks the bytes), so their logits differ by float rounding only, as with f32 K/V; and the
+// int8 cache is not the f32 one (the quantization shows in the logits).
+TEST(CudaModel, Int8KvLogitsMatchTheCpusInt8Kv) {
+  LLMWB_REQUIRE_GPU();
+  for (auto [heads, kv_heads] : {std::pair{8, 2}, std::pair{4, 4}}) {   // the tiled kernel; MHA decode kernel
+    const std::string m = make_random_model(DType::F32, 256, 512, heads, kv_heads, 700, 9);
+    EXPECT_LT(max_logits_error(m, KVDType::INT8), 1e-4) << heads << "/" << kv_heads << " heads";
+    auto file = load_model_file(m);
+    const LlamaWeights w = LlamaWeights::bind(*file);
+    cuda::CudaModel f32(file->config, w), int8(file->config, w);
+    f32.allocate_kv(4, 16, KVDType::F32);
+    int8.allocate_kv(4, 16, KVDType::INT8);
+    const std::vector<int> table{2, 0};
+    ForwardBatch b;
+    ForwardSeq fs;
+    fs.n_tokens = 24;
+    fs.block_table = &table;
+    fs.logits_row = b.num_logit_rows++;
+    for (int i = 0; i < 24; ++i) b.tokens.push_back((i * 53 + 5) % file->config.vocab_size);
+    b.seqs.push_back(fs);
+    std::vector<float> lf(size_t(file->config.vocab_size), NAN), l8(lf.size(), NAN);
+    f32.forward(b, lf.data(), -1, nullptr);
+    int8.forward(b, l8.data(), -1, nullptr);
+    const double q = rel_error(l8, lf);
+    EXPECT_GT(q, 1e-5) << "int8 K/V gave the f32 logits";
+    EXPECT_LT(q, 5e-2);
+  }
 }
 
 // Decode steps replayed from CUDA graphs (padded to a power-of-two batch, attention split for
@@ -155,8 +186,9 @@ std::string reference_text() {
   return t;
 }
 
-EngineConfig stories_config(const std::string& backend) {
+EngineConfig stories_config(const std::string& backend, const std::string& kv_dtype = "f32") {
   EngineConfig c;
+  c.kv_dtype = kv_dtype;
   c.model = shared_path("models/stories260K/stories260K.gguf");
   c.backend = backend;
   c.threads = 2;
@@ -280,25 +312,29 @@ std::vector<std::string> prompts() {
   return {"Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big"};
 }
 
+// With f32 and with int8 K/V (the same pool type on both backends).
 TEST(CudaScheduler, BatchedEqualsSequentialAndEqualsTheCpu) {
   LLMWB_REQUIRE_GPU();
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = 60;
-  LLM batched(stories_config("cuda"));
-  const auto all = batched.generate(prompts(), p);
-  LLM cpu(stories_config("cpu"));
-  const auto ref = cpu.generate(prompts(), p);
-  for (size_t i = 0; i < prompts().size(); ++i) {
-    LLM one(stories_config("cuda"));
-    const auto seq = one.generate({prompts()[i]}, p);
-    EXPECT_EQ(all[i].outputs[0].text, seq[0].outputs[0].text) << prompts()[i];
-    EXPECT_EQ(all[i].outputs[0].text, ref[i].outputs[0].text) << prompts()[i];
+  for (const char* kv : {"f32", "int8"}) {
+    LLM batched(stories_config("cuda", kv));
+    const auto all = batched.generate(prompts(), p);
+    LLM cpu(stories_config("cpu", kv));
+    const auto ref = cpu.generate(prompts(), p);
+    for (size_t i = 0; i < prompts().size(); ++i) {
+      LLM one(stories_config("cuda", kv));
+      const auto seq = one.generate({prompts()[i]}, p);
+      EXPECT_EQ(all[i].outputs[0].text, seq[0].outputs[0].text) << prompts()[i] << ", kv " << kv;
+      EXPECT_EQ(all[i].outputs[0].text, ref[i].outputs[0].text) << prompts()[i] << ", kv " << kv;
+    }
+    // Every block is back in the pool (free or cached) once everything finished.
+    const StepTelemetry& t = batched.engine().telemetry();
+    EXPECT_EQ(t.kv_dtype, kv);
+    EXPECT_EQ(t.blocks_used, 0);
+    EXPECT_EQ(t.blocks_free + t.blocks_cached, t.blocks_total);
   }
-  // Every block is back in the pool (free or cached) once everything finished.
-  const StepTelemetry& t = batched.engine().telemetry();
-  EXPECT_EQ(t.blocks_used, 0);
-  EXPECT_EQ(t.blocks_free + t.blocks_cached, t.blocks_total);
 }
 
 // Greedy and sampled requests (seeded; top-k, top-p, min-p) in one batch: sampled on the device,
@@ -339,19 +375,22 @@ TEST(CudaScheduler, ParallelSamplesShareThePromptThroughCopyOnWrite) {
   LLMWB_REQUIRE_GPU();
   // Greedy samples of one prompt must agree; the prompt's last, partly filled block is shared
   // and copied on the first write of each sample (CudaModel::copy_blocks).
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 40;
-  p.n = 3;
-  EngineConfig c = stories_config("cuda");
-  c.block_size = 4;
-  LLM llm(c);
-  const auto out = llm.generate({"Once upon a time there was"}, p);
-  ASSERT_EQ(out[0].outputs.size(), 3u);
-  LLM cpu(stories_config("cpu"));
-  p.n = 1;
-  const auto ref = cpu.generate({"Once upon a time there was"}, p);
-  for (const auto& o : out[0].outputs) EXPECT_EQ(o.text, ref[0].outputs[0].text);
+  // int8 K/V: the codes and their scales are copied.
+  for (const char* kv : {"f32", "int8"}) {
+    SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = 40;
+    p.n = 3;
+    EngineConfig c = stories_config("cuda", kv);
+    c.block_size = 4;
+    LLM llm(c);
+    const auto out = llm.generate({"Once upon a time there was"}, p);
+    ASSERT_EQ(out[0].outputs.size(), 3u);
+    LLM cpu(stories_config("cpu", kv));
+    p.n = 1;
+    const auto ref = cpu.generate({"Once upon a time there was"}, p);
+    for (const auto& o : out[0].outputs) EXPECT_EQ(o.text, ref[0].outputs[0].text) << "kv " << kv;
+  }
 }
 
 TEST(CudaScheduler, AttentionCaptureMatchesTheCpu) {

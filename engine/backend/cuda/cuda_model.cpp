@@ -156,17 +156,22 @@ uint64_t CudaModel::free_memory_bytes() const {
   return free_b;
 }
 
-void CudaModel::allocate_kv(int num_blocks, int block_size) {
+void CudaModel::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
   graphs_.clear();   // they hold the old pool's addresses and layer stride
   num_blocks_ = num_blocks;
   block_size_ = block_size;
-  const int64_t kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
-  layer_stride_ = int64_t(num_blocks) * block_size * kv_dim;
-  const size_t bytes = sizeof(float) * size_t(layer_stride_) * size_t(c_.n_layers);
-  k_pool_.reset();
-  v_pool_.reset();
+  const bool int8 = dtype == KVDType::INT8;
+  const size_t slots = size_t(num_blocks) * size_t(block_size) * size_t(c_.n_layers);
+  const size_t bytes = (int8 ? 1 : sizeof(float)) * slots * size_t(c_.n_kv_heads) * size_t(c_.head_dim);
+  for (DeviceBuffer* b : {&k_pool_, &v_pool_, &k_scale_, &v_scale_}) b->reset();
   k_pool_.grow(bytes);
   v_pool_.grow(bytes);
+  if (int8) {
+    k_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
+    v_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
+  }
+  pool_ = KVPool{k_pool_.as(), v_pool_.as(), k_scale_.as<float>(), v_scale_.as<float>(), int8,
+                 int64_t(num_blocks) * block_size, c_.n_kv_heads, c_.head_dim};
 }
 
 void CudaModel::ensure_rows(int n, int nl) {
@@ -526,7 +531,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
   const uint8_t* dm = d_meta_.as<uint8_t>();
   auto ip = [&](size_t off) { return reinterpret_cast<const int*>(dm + off); };
   const AttentionShape sh = attention_shape();
-  const int64_t dim = c.dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  const int64_t dim = c.dim;
   float *x = x_.as<float>(), *xb = xb_.as<float>(), *xb2 = xb2_.as<float>(), *q = q_.as<float>(), *k = k_.as<float>(),
         *v = v_.as<float>(), *att = att_.as<float>(), *hb = hb_.as<float>(), *hb2 = hb2_.as<float>();
   LLMWB_CUDA(embed(tok_embeddings_, ip(m.tokens), n, x, s));
@@ -556,10 +561,8 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       mm_.run_stacked(qkv, out, 3, xb, n);
       LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     }
-    float* kl = k_pool_.as<float>() + int64_t(l) * layer_stride_;
-    float* vl = v_pool_.as<float>() + int64_t(l) * layer_stride_;
-    LLMWB_CUDA(store_kv(k_pool_.as<float>(), v_pool_.as<float>(), l, layer_stride_, k, v,
-                        reinterpret_cast<const int64_t*>(dm + m.slots), n, static_cast<int>(kv_dim), s));
+    const KVLayer kvl = kv_layer(pool_, l);
+    LLMWB_CUDA(store_kv(pool_, l, k, v, reinterpret_cast<const int64_t*>(dm + m.slots), n, s));
     int rows = n;              // the rows that go on past K/V
     AttentionBatch at = ab;
     float* res = x;            // their residual stream
@@ -576,9 +579,9 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
     }
     if (rs && l == record_layer)   // trims_last_layer keeps the recorded layer whole
-      LLMWB_CUDA(attention_naive(q, kl, vl, at, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
+      LLMWB_CUDA(attention_naive(q, kvl, at, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
     else
-      LLMWB_CUDA(attention(q, kl, vl, at, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
+      LLMWB_CUDA(attention(q, kvl, at, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
     matmul(L.wo, att, rows, xb2);
     LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, rows, c.dim, c.norm_eps, xb, s));
     mm_.run_swiglu(L.w1, L.w3, xb, rows, hb, hb2);
@@ -628,7 +631,7 @@ std::vector<const void*> CudaModel::buffer_stamp() const {
   std::vector<const void*> v{x_.as(),     xb_.as(),     xb2_.as(),     q_.as(),       k_.as(),
                              v_.as(),     att_.as(),    hb_.as(),      hb2_.as(),     last_.as(),
                              normed_.as(), logits_.as(), attn_ws_.as(), d_meta_.as(),  k_pool_.as(),
-                             v_pool_.as()};
+                             v_pool_.as(), k_scale_.as(), v_scale_.as()};
   const auto [a, b] = mm_.scratch();
   v.push_back(a);
   v.push_back(b);
@@ -651,10 +654,8 @@ void CudaModel::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
   d_pairs_.grow(sizeof(int) * pairs.size());
   LLMWB_CUDA(cudaMemcpyAsync(d_pairs_.as(), pairs.data(), sizeof(int) * pairs.size(), cudaMemcpyHostToDevice,
                              stream_.get()));
-  const int64_t kv_dim = int64_t(c_.n_kv_heads) * c_.head_dim;
-  LLMWB_CUDA(llmwb::cuda::copy_blocks(k_pool_.as<float>(), v_pool_.as<float>(), c_.n_layers, layer_stride_,
-                                      int64_t(block_size_) * kv_dim, d_pairs_.as<int>(), static_cast<int>(src_dst.size()),
-                                      stream_.get()));
+  LLMWB_CUDA(llmwb::cuda::copy_blocks(pool_, c_.n_layers, block_size_, d_pairs_.as<int>(),
+                                      static_cast<int>(src_dst.size()), stream_.get()));
   // `pairs` is pageable host memory read by the copy: wait before it goes out of scope.
   stream_.sync();
 }

@@ -33,7 +33,8 @@ class CudaModel final : public DeviceModel {
 
   std::string describe() const override;
   uint64_t free_memory_bytes() const override;
-  void allocate_kv(int num_blocks, int block_size) override;
+  using DeviceModel::allocate_kv;
+  void allocate_kv(int num_blocks, int block_size, KVDType dtype) override;
   using DeviceModel::forward;
   void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                DeviceSampled* sampled) override;
@@ -92,10 +93,11 @@ class CudaModel final : public DeviceModel {
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
   const double* inv_freq_ = nullptr;
-  // KV pool: [layer][block][slot][kv_dim] floats, K and V.
-  DeviceBuffer k_pool_, v_pool_;
+  // KV pool: [layer][block][slot][kv_dim] f32 or int8 codes, K and V; int8: the scales
+  // [layer][block][slot][n_kv_heads] (llmwb_kernels.h KVPool).
+  DeviceBuffer k_pool_, v_pool_, k_scale_, v_scale_;
+  KVPool pool_;
   int num_blocks_ = 0, block_size_ = 0;
-  int64_t layer_stride_ = 0;
   // Activations (grown to the largest batch seen).
   int rows_cap_ = 0, logit_rows_cap_ = 0;
   DeviceBuffer x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, last_, normed_, logits_, attn_ws_,

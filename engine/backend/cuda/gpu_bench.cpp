@@ -177,17 +177,35 @@ std::vector<BenchFigure> run_gpu_bench(bool quick) {
       fill_random(q.as<float>(), q.bytes() / 4, 8);
       DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, attention_workspace_floats(b, sh, prop.multiProcessorCount))));
       const double tiled = time_ms(s, reps, [&] {
-        LLMWB_CUDA(attention(q.as<float>(), k.as<float>(), v.as<float>(), b, sh, ws.as<float>(), prop.multiProcessorCount,
-                             o.as<float>(), s));
+        LLMWB_CUDA(attention(q.as<float>(), kv_f32(k.as<float>(), v.as<float>()), b, sh, ws.as<float>(),
+                             prop.multiProcessorCount, o.as<float>(), s));
       });
       const double naive = time_ms(s, reps, [&] {
-        LLMWB_CUDA(attention_naive(q.as<float>(), k.as<float>(), v.as<float>(), b, sh, o.as<float>(), nullptr, 0, 0, 0, s));
+        LLMWB_CUDA(attention_naive(q.as<float>(), kv_f32(k.as<float>(), v.as<float>()), b, sh, o.as<float>(), nullptr, 0, 0,
+                                   0, s));
       });
       if (c.new_tokens == 1) {
         const double bytes = 2.0 * c.seqs * double(c.ctx) * double(kv_dim) * 4;   // K and V read once
         for (auto [tag, ms] : {std::pair<const char*, double>{"tiled", tiled}, {"naive", naive}})
           out.push_back({std::string("attention_") + c.name + "_" + tag, bytes / (ms * 1e-3) / 1e9, "GB/s", ms,
                          shape("%.0f sequences x %.0f context, 32 heads x 128, f32 K/V bytes read per second", c.seqs, c.ctx)});
+        // The same decode over an int8 pool (--kv-dtype int8): the same K/V quantized by store_kv.
+        const int64_t n_slots = int64_t(num_blocks) * bs;
+        DeviceBuffer k8(size_t(n_slots * kv_dim)), v8(k8.bytes()), ks(sizeof(float) * size_t(n_slots) * heads), vs(ks.bytes());
+        const KVPool pool8{k8.as(), v8.as(), ks.as<float>(), vs.as<float>(), true, n_slots, heads, hd};
+        std::vector<int64_t> all(static_cast<size_t>(n_slots));
+        for (int64_t i = 0; i < n_slots; ++i) all[size_t(i)] = i;
+        DeviceBuffer dall(sizeof(int64_t) * all.size());
+        LLMWB_CUDA(cudaMemcpy(dall.as(), all.data(), dall.bytes(), cudaMemcpyHostToDevice));
+        LLMWB_CUDA(store_kv(pool8, 0, k.as<float>(), v.as<float>(), dall.as<int64_t>(), int(n_slots), s));
+        const double int8 = time_ms(s, reps, [&] {
+          LLMWB_CUDA(attention(q.as<float>(), kv_layer(pool8, 0), b, sh, ws.as<float>(), prop.multiProcessorCount,
+                               o.as<float>(), s));
+        });
+        const double bytes8 = 2.0 * c.seqs * double(c.ctx) * (double(kv_dim) + 4.0 * heads);   // codes and scales
+        out.push_back({std::string("attention_") + c.name + "_tiled_int8kv", bytes8 / (int8 * 1e-3) / 1e9, "GB/s", int8,
+                       shape("%.0f sequences x %.0f context, 32 heads x 128, int8 K/V (codes + scales) bytes read per second",
+                             c.seqs, c.ctx)});
       } else {
         // Causal: each query q attends to q + 1 keys; 4 flops per (query, key, dim) (QK^T and PV).
         const double n = c.new_tokens;
