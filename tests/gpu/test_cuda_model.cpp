@@ -393,6 +393,45 @@ TEST(CudaScheduler, ParallelSamplesShareThePromptThroughCopyOnWrite) {
   }
 }
 
+// A second request that shares a long prefix with a finished one reuses its cached blocks on
+// the device (f32 and int8 K/V) and gets the tokens of recomputing them.
+TEST(CudaScheduler, PrefixCacheHitsChangeNothing) {
+  LLMWB_REQUIRE_GPU();
+  const std::string prefix =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her "
+      "big red ball. One day, her mom said they would go to the park. Lily was very happy and she ran to";
+  for (const char* kv : {"f32", "int8"}) {
+    std::vector<int> with_cache, without;
+    for (bool caching : {true, false}) {
+      EngineConfig c = stories_config("cuda", kv);
+      c.enable_prefix_caching = caching;
+      Engine e(c);
+      SamplingParams p;
+      p.temperature = 0;
+      p.max_tokens = 20;
+      e.add_request(prefix + " the tree.", p);
+      while (e.has_unfinished()) e.step();
+      const uint64_t before = e.telemetry().prefix_cache_hit_tokens_total;
+      e.add_request(prefix + " the swing.", p);
+      RequestOutput last;
+      while (e.has_unfinished())
+        for (auto& o : e.step())
+          if (o.finished) last = o;
+      const uint64_t hits = e.telemetry().prefix_cache_hit_tokens_total - before;
+      if (caching) {
+        EXPECT_GE(hits, 32u) << "kv " << kv;
+        EXPECT_EQ(uint64_t(last.num_cached_prompt_tokens), hits) << "kv " << kv;
+        with_cache = last.outputs[0].token_ids;
+      } else {
+        EXPECT_EQ(hits, 0u);
+        without = last.outputs[0].token_ids;
+      }
+    }
+    EXPECT_EQ(with_cache, without) << "kv " << kv;
+    EXPECT_EQ(with_cache.size(), 20u);
+  }
+}
+
 TEST(CudaScheduler, AttentionCaptureMatchesTheCpu) {
   LLMWB_REQUIRE_GPU();
   auto capture = [](const std::string& backend) {
