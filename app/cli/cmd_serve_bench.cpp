@@ -27,7 +27,7 @@ struct Result {
   double decode_tps = 0;         // tokens / second over pure-decode steps (no prefill in the batch)
   double seconds = 0, output_tps = 0, mean_ttft = 0, mean_tpot = 0, p50_tpot = 0;
   uint64_t output_tokens = 0, preemptions = 0;
-  int peak_blocks = 0, block_size = 0;
+  int peak_blocks = 0, block_size = 0, blocks_total = 0;   // blocks_total: the KV pool's size
   uint64_t peak_slots_filled = 0, peak_slots_allocated = 0;
   double waste_paged = 0;       // 1 - filled/allocated slots, averaged over steps
   uint64_t contiguous_slots = 0;  // what max-length reservation would take for the same peak batch
@@ -100,6 +100,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   }
   r.seconds = now();
   r.block_size = e.telemetry().block_size;
+  r.blocks_total = e.telemetry().blocks_total;
   r.preemptions = e.telemetry().preemptions_total;
   r.output_tps = double(r.output_tokens) / r.seconds;
   r.decode_tps = decode_seconds > 0 ? double(decode_tokens) / decode_seconds : 0;
@@ -143,7 +144,8 @@ int run_serve_bench(const std::vector<std::string>& argv) {
   if (a.flag("json")) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : results)
-      arr.push_back({{"model", cfg.model}, {"threads", cfg.threads}, {"temperature", temperature},
+      arr.push_back({{"model", cfg.model}, {"backend", cfg.backend}, {"kv_dtype", cfg.kv_dtype},
+                     {"threads", cfg.threads}, {"temperature", temperature},
                      {"concurrency", r.concurrency},
                      {"requests", r.requests}, {"input_len", in_len}, {"output_len", out_len}, {"rate", rate},
                      {"seconds", r.seconds}, {"output_tokens", r.output_tokens}, {"output_tokens_per_s", r.output_tps},
@@ -151,7 +153,7 @@ int run_serve_bench(const std::vector<std::string>& argv) {
                      {"decode_tokens_per_s", r.decode_tps},
                      {"decode_speedup_vs_first", base_decode > 0 ? r.decode_tps / base_decode : 0}, {"mean_ttft_s", r.mean_ttft},
                      {"mean_tpot_s", r.mean_tpot}, {"p50_tpot_s", r.p50_tpot}, {"preemptions", r.preemptions},
-                     {"block_size", r.block_size}, {"peak_blocks", r.peak_blocks},
+                     {"block_size", r.block_size}, {"peak_blocks", r.peak_blocks}, {"kv_blocks_total", r.blocks_total},
                      {"peak_slots_allocated", r.peak_slots_allocated}, {"peak_slots_filled", r.peak_slots_filled},
                      {"kv_waste_paged", r.waste_paged}, {"contiguous_slots", r.contiguous_slots},
                      {"kv_waste_contiguous", r.waste_contiguous}});

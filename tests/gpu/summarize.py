@@ -117,6 +117,19 @@ def main():
                 summary["engine"][f"sampling {name}"] = {"concurrency": r.get("concurrency"), "decode_tok_s": r.get("decode_tokens_per_s", 0)}
         lines.append("")
 
+    kv = {name: logs.get(f"serve-bench kv-{name} tinyllama-1.1b-f16", []) for name in ("f32", "int8")}
+    if any(kv.values()):
+        lines += ["| KV cache (same budget) | sequences | KV blocks | preemptions | output tok/s | decode tok/s |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, arr in kv.items():
+            for r in arr:
+                c = r.get("concurrency")
+                lines.append(f"| {name} | {c} | {r.get('kv_blocks_total', 0)} | {r.get('preemptions', 0)} "
+                             f"| {r.get('output_tokens_per_s', 0):.0f} | {r.get('decode_tokens_per_s', 0):.0f} |")
+                summary["engine"][f"kv {name} c{c}"] = {k: r.get(k) for k in (
+                    "kv_blocks_total", "preemptions", "output_tokens_per_s", "decode_tokens_per_s")}
+        lines.append("")
+
     try:
         tests = open(os.path.join(out_dir, "tests.log")).read()
     except OSError:
