@@ -11,6 +11,7 @@
 namespace llmwb::ui {
 
 EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
+  if (!backend.isEmpty()) base.backend = backend.toStdString();
   base.threads = threads > 0 ? threads : AppSettings::automatic_threads();
   base.block_size = block_size;
   base.max_num_seqs = max_num_seqs;
@@ -22,19 +23,22 @@ EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
 }
 
 QJsonObject ExperimentConfig::to_json() const {
-  return QJsonObject{{"name", name},
-                     {"threads", threads},
-                     {"block_size", block_size},
-                     {"max_num_seqs", max_num_seqs},
-                     {"max_num_batched_tokens", max_num_batched_tokens},
-                     {"enable_prefix_caching", enable_prefix_caching},
-                     {"kv_dtype", kv_dtype},
-                     {"quantize", quantize}};
+  QJsonObject o{{"name", name},
+                {"threads", threads},
+                {"block_size", block_size},
+                {"max_num_seqs", max_num_seqs},
+                {"max_num_batched_tokens", max_num_batched_tokens},
+                {"enable_prefix_caching", enable_prefix_caching},
+                {"kv_dtype", kv_dtype},
+                {"quantize", quantize}};
+  if (!backend.isEmpty()) o["backend"] = backend;   // absent: as in Settings (files from before the column)
+  return o;
 }
 
 ExperimentConfig ExperimentConfig::from_json(const QJsonObject& o) {
   ExperimentConfig c;
   c.name = o.value("name").toString(c.name);
+  c.backend = o.value("backend").toString(c.backend);
   c.threads = o.value("threads").toInt(c.threads);
   c.block_size = o.value("block_size").toInt(c.block_size);
   c.max_num_seqs = o.value("max_num_seqs").toInt(c.max_num_seqs);

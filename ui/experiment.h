@@ -17,6 +17,7 @@ namespace llmwb::ui {
 // The engine settings one column of an experiment varies; the model is the one loaded.
 struct ExperimentConfig {
   QString name;
+  QString backend;   // "cpu", "cuda"; "" = the one chosen in Settings
   int threads = 0;   // 0 = automatic (AppSettings::automatic_threads)
   int block_size = 16;
   int max_num_seqs = 64;

@@ -20,6 +20,7 @@
 #include <QTextDocument>
 #include <QSaveFile>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "llmwb/backends.h"
 #include "llmwb/engine_config.h"
 #include "llmwb/quant_report.h"
 #include "token_text.h"
@@ -35,8 +37,8 @@
 namespace llmwb::ui {
 
 namespace {
-enum Column { kName, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize, kColumns };
-const char* const kHeaders[] = {"name", "threads", "block size", "max seqs", "max batched tokens",
+enum Column { kName, kBackend, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize, kColumns };
+const char* const kHeaders[] = {"name", "backend", "threads", "block size", "max seqs", "max batched tokens",
                                 "prefix cache", "KV dtype", "quantize"};
 }  // namespace
 
@@ -175,6 +177,20 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   const int row = configs_->rowCount();
   configs_->insertRow(row);
   configs_->setItem(row, kName, new QTableWidgetItem(c.name));
+  // As the Settings dialog: a backend this build or machine cannot run is listed, disabled, with
+  // the reason as its tooltip; a saved experiment naming it keeps it (its run then reports why).
+  auto* backend = new QComboBox(configs_);
+  backend->addItem(tr("as in Settings"), QString());
+  for (const BackendInfo& b : list_backends()) {
+    backend->addItem(QString::fromStdString(b.label), QString::fromStdString(b.name));
+    if (!b.available) {
+      if (auto* m = qobject_cast<QStandardItemModel*>(backend->model())) m->item(backend->count() - 1)->setEnabled(false);
+      backend->setItemData(backend->count() - 1, QString::fromStdString(b.reason), Qt::ToolTipRole);
+    }
+  }
+  if (backend->findData(c.backend) < 0) backend->addItem(c.backend, c.backend);   // unknown: kept, refused at run
+  backend->setCurrentIndex(backend->findData(c.backend));
+  configs_->setCellWidget(row, kBackend, backend);
   auto spin = [&](int col, int value, int lo, int hi, const QString& special = {}) {
     auto* s = new QSpinBox(configs_);
     s->setRange(lo, hi);
@@ -217,6 +233,7 @@ Experiment ExperimentsView::experiment() const {
   for (int row = 0; row < configs_->rowCount(); ++row) {
     ExperimentConfig c;
     c.name = configs_->item(row, kName) ? configs_->item(row, kName)->text() : QString("config %1").arg(row + 1);
+    c.backend = static_cast<QComboBox*>(configs_->cellWidget(row, kBackend))->currentData().toString();
     c.threads = static_cast<QSpinBox*>(configs_->cellWidget(row, kThreads))->value();
     c.block_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kBlockSize))->value();
     c.max_num_seqs = static_cast<QSpinBox*>(configs_->cellWidget(row, kMaxSeqs))->value();

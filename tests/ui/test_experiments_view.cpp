@@ -1,4 +1,5 @@
-// Experiments: two configurations give two result rows with the same greedy tokens; the
+// Experiments: two configurations give two result rows with the same greedy tokens; the backend
+// column runs each configuration on its own backend (an unavailable one reports why); the
 // experiment round-trips through JSON, the table exports as CSV, a bad file shows an error;
 // the F32 / INT8 / INT4 preset shows each scheme's size and accuracy next to its speed, as
 // the engine's quant report measures them, and the outputs pane shows every line.
@@ -10,7 +11,10 @@
 #include <QTextBrowser>
 #include <QComboBox>
 
+#include <QStandardItemModel>
+
 #include "app_settings.h"
+#include "llmwb/backends.h"
 #include "experiments_view.h"
 #include "llmwb/quant_report.h"
 #include "settings_dialog.h"
@@ -212,6 +216,56 @@ class TestExperimentsView : public QObject {
     QTextBrowser* outputs = view()->outputs_browser();
     QVERIFY(outputs->document()->size().height() > 3 * outputs->fontMetrics().height());   // wrapped rows
     QVERIFY(QTest::qWaitFor([&] { return outputs->verticalScrollBar()->maximum() == 0; }, 2000));
+  }
+
+  // The backend column: each configuration runs on its own backend ("as in Settings" when
+  // none is named). A backend this machine cannot run is listed disabled with the reason; a
+  // configuration naming it reports that reason as its error and the others still run. With a
+  // GPU the CUDA row's greedy tokens equal the CPU row's.
+  void backend_column_runs_each_configuration_on_its_backend() {
+    const auto& presets = view()->presets();
+    const auto preset = std::find_if(presets.begin(), presets.end(),
+                                     [](const ui::Experiment& e) { return e.name == "Backend: CPU vs CUDA"; });
+    QVERIFY(preset != presets.end());
+    view()->set_experiment(*preset);
+    QTableWidget* configs = view()->findChild<QTableWidget*>("experiment_configs");
+    QVERIFY(configs);
+    QCOMPARE(configs->horizontalHeaderItem(1)->text(), QString("backend"));
+    auto* cuda_combo = qobject_cast<QComboBox*>(configs->cellWidget(1, 1));
+    QVERIFY(cuda_combo);
+    QCOMPARE(cuda_combo->currentData().toString(), QString("cuda"));
+    std::string why = "not listed";
+    for (const BackendInfo& b : list_backends())
+      if (b.name == "cuda") why = b.available ? "" : b.reason;
+    const int ci = cuda_combo->findData("cuda");
+    auto* model = qobject_cast<QStandardItemModel*>(cuda_combo->model());
+    QVERIFY(model);
+    QCOMPARE(model->item(ci)->isEnabled(), why.empty());
+    if (!why.empty()) QCOMPARE(cuda_combo->itemData(ci, Qt::ToolTipRole).toString(), QString::fromStdString(why));
+    QCOMPARE(view()->experiment().configs[0].backend, QString("cpu"));
+    QCOMPARE(view()->experiment().configs[1].backend, QString("cuda"));
+    QCOMPARE(preset->configs[1].apply_to(EngineConfig{}).backend, std::string("cuda"));
+    QCOMPARE(ui::ExperimentConfig::named("x").apply_to(EngineConfig{}).backend, EngineConfig{}.backend);
+
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(2));
+    QVERIFY2(results[0].error.isEmpty(), qPrintable(results[0].error));
+    QCOMPARE(results[0].token_ids.size(), size_t(preset->prompts.size()));
+    if (why.empty()) {
+      QVERIFY2(results[1].error.isEmpty(), qPrintable(results[1].error));
+      QCOMPARE(results[1].token_ids, results[0].token_ids);
+    } else {
+      QVERIFY2(results[1].error.contains("'cuda' is not available"), qPrintable(results[1].error));
+    }
+
+    // A saved file naming a backend this build does not know keeps it; the run says why.
+    ui::Experiment e = two_configurations();
+    e.configs[1].backend = "tpu";
+    view()->set_experiment(e);
+    QCOMPARE(view()->experiment().configs[1].backend, QString("tpu"));
+    QCOMPARE(view()->experiment().configs[0].backend, QString());
   }
 };
 
