@@ -10,7 +10,7 @@ namespace {
 const char* const kRows[] = {"Model",         "Format",    "Architecture", "Parameters",
                              "Weights",       "Dtype",     "Context",      "Shape",
                              "Attention",     "RoPE",      "Tokenizer",    "Chat format",
-                             "Path"};
+                             "Backend",       "Path"};
 }  // namespace
 
 QString human_count(double n) {
@@ -75,6 +75,7 @@ void ModelInfoPanel::set_info(const ModelInfo& m, const QString& chat_format) {
                       .arg(m.rope_scaling.empty() || m.rope_scaling == "none" ? QString() : ", " + QString::fromStdString(m.rope_scaling)));
   set_row("Tokenizer", tr("%1, %2 pieces").arg(QString::fromStdString(m.tokenizer_kind)).arg(m.tokenizer_vocab));
   set_row("Chat format", chat_format);
+  set_row("Backend", m.backend.empty() ? QString("–") : QString::fromStdString(m.backend));
   set_row("Path", QString::fromStdString(m.path));
 }
 

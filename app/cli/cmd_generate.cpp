@@ -109,7 +109,7 @@ int run_generate(const std::vector<std::string>& argv) {
   if (!a.flag("quiet") && !json) {
     const auto& t = engine.telemetry();
     std::fprintf(stderr, "[%s | %s | steps %llu | KV blocks %d x %d tokens, %s, %.1f MiB | preemptions %llu]\n",
-                 engine.model_info().name.c_str(), cfg.backend.c_str(), (unsigned long long)t.step, t.blocks_total,
+                 engine.model_info().name.c_str(), engine.model_info().backend.c_str(), (unsigned long long)t.step, t.blocks_total,
                  t.block_size, t.kv_dtype.c_str(), double(t.kv_bytes_total) / (1024.0 * 1024.0),
                  (unsigned long long)t.preemptions_total);
   }

@@ -234,6 +234,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
 
   info = describe_model(*file, tok.get());
   info.context_length = max_model_len;
+  info.backend = device ? device->describe() : backend->name();
   telemetry.block_size = cfg.block_size;
   telemetry.blocks_total = num_blocks;
   telemetry.blocks_free = num_blocks;

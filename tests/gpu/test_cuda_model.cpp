@@ -199,6 +199,9 @@ EngineConfig stories_config(const std::string& backend, const std::string& kv_dt
 TEST(CudaModel, Stories260KGreedyFromBosMatchesThePublishedText) {
   LLMWB_REQUIRE_GPU();
   LLM llm(stories_config("cuda"));
+  const std::string& where = llm.engine().model_info().backend;   // the GUI's Model panel shows it
+  EXPECT_EQ(where.rfind("cuda: ", 0), 0u) << where;
+  EXPECT_NE(where.find(" SMs, "), std::string::npos) << where;
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = 256;

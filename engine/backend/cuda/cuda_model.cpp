@@ -145,8 +145,10 @@ const float* CudaModel::upload_floats(const std::vector<float>& v) {
 
 std::string CudaModel::describe() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "cuda: %s, %d SMs, %.1f GiB, weights %.2f GiB", prop_.name,
-                prop_.multiProcessorCount, double(prop_.totalGlobalMem) / (1u << 30), double(weight_bytes_) / (1u << 30));
+  const double gib = double(1u << 30), w = double(weight_bytes_);
+  std::snprintf(buf, sizeof buf, "cuda: %s, %d SMs, %.1f GiB, weights %.*f %s", prop_.name, prop_.multiProcessorCount,
+                double(prop_.totalGlobalMem) / gib, w < gib ? 1 : 2, w < gib ? w / (1u << 20) : w / gib,
+                w < gib ? "MiB" : "GiB");
   return buf;
 }
 

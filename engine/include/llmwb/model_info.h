@@ -36,6 +36,9 @@ struct ModelInfo {
   int bos_id = 1, eos_id = 2;
   std::string chat_template;    // Jinja text from the file, if any
   std::map<std::string, std::string> metadata;  // other key/values, stringified
+  // Where a loaded engine runs it (empty from describe_model alone): "cpu (avx512, 2 threads)",
+  // "cuda: NVIDIA H200, 132 SMs, 139.8 GiB, weights 2.05 GiB".
+  std::string backend;
 };
 
 }  // namespace llmwb
