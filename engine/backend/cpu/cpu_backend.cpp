@@ -20,8 +20,9 @@ CpuBackend::CpuBackend(int n_threads)
       kv_scales_(static_cast<size_t>(pool_.size())) {}
 
 std::string CpuBackend::name() const {
-  return std::string("cpu (") + cpu::simd_level_name(cpu::simd_level()) + ", " + std::to_string(pool_.size()) +
-         " threads)";
+  const int n = pool_.size();
+  return std::string("cpu (") + cpu::simd_level_name(cpu::simd_level()) + ", " + std::to_string(n) +
+         (n == 1 ? " thread)" : " threads)");
 }
 
 void CpuBackend::embed(const TensorView& table, const int* tokens, int n_rows, float* out) {
