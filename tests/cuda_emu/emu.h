@@ -80,6 +80,21 @@ Launcher<P...> launcher(void (*kernel)(P...), const char* name, dim3 grid, dim3 
   return Launcher<P...>{kernel, name, grid, block, smem, s};
 }
 
+// The order in which the emulator runs a block's runnable threads between barriers, and a
+// grid's blocks. A GPU promises no order, so a kernel whose result depends on one has a race: a
+// thread reading shared or global memory that another thread writes with no barrier between
+// (e.g. a missing __syncthreads). The default runs threads in index order, where a read of a
+// lower thread's write happens to see it; Reverse shows that race (the read sees the NaN poison
+// or a stale value); Shuffle (a seeded permutation per block and per round, with a random half
+// of the warps held back each round so that warps drift apart by several warp operations between
+// block barriers) shows both directions and a shared buffer reused before every warp has read
+// it. Not a race detector: a race whose accesses the chosen orders never reorder stays hidden.
+// LLMWB_CUDA_EMU_ORDER=forward|reverse|shuffle (LLMWB_CUDA_EMU_SEED) sets it for a process;
+// the gpu tests run the kernels under each (CTest emu_test_cuda_kernels_{reverse,shuffle}).
+enum class Schedule { Forward, Reverse, Shuffle };
+void set_schedule(Schedule s, uint64_t seed = 1);
+Schedule schedule();
+
 // Emulated device: its memory limit (LLMWB_CUDA_EMU_MEMORY_MB, default 1024) and whether an
 // address lies in device memory (for the cuBLAS fakes' checks).
 bool is_device_range(const void* p, size_t bytes);

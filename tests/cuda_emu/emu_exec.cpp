@@ -4,8 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -93,6 +97,39 @@ struct Worker {
 
 thread_local Worker t_worker;
 thread_local bool t_in_kernel = false;
+
+struct ScheduleState {
+  Schedule order = Schedule::Forward;
+  uint64_t seed = 1;
+  ScheduleState() {
+    if (const char* e = std::getenv("LLMWB_CUDA_EMU_ORDER")) {
+      if (!std::strcmp(e, "reverse")) order = Schedule::Reverse;
+      else if (!std::strcmp(e, "shuffle")) order = Schedule::Shuffle;
+      else if (std::strcmp(e, "forward") != 0 && *e) {
+        std::fprintf(stderr, "llmwb cuda emulator: LLMWB_CUDA_EMU_ORDER=%s is not forward, reverse or shuffle\n", e);
+        std::abort();
+      }
+    }
+    if (const char* s = std::getenv("LLMWB_CUDA_EMU_SEED")) seed = std::strtoull(s, nullptr, 10);
+  }
+};
+ScheduleState& schedule_state() {
+  static ScheduleState s;
+  return s;
+}
+
+// 0..n-1 in the schedule's order; `salt` varies a shuffle between blocks and rounds.
+void order_indices(std::vector<int>& idx, int n, uint64_t salt) {
+  idx.resize(size_t(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  const ScheduleState& st = schedule_state();
+  if (st.order == Schedule::Reverse) {
+    std::reverse(idx.begin(), idx.end());
+  } else if (st.order == Schedule::Shuffle) {
+    std::mt19937_64 rng(st.seed * 0x9E3779B97F4A7C15ull ^ salt);
+    std::shuffle(idx.begin(), idx.end(), rng);
+  }
+}
 
 [[noreturn]] void fiber_main();
 
@@ -272,14 +309,32 @@ bool run_block(Worker& w, const std::function<void()>& body, dim3 grid, dim3 blo
   w.live = w.n;
   w.block_waiting = 0;
   w.body = &body;
-  while (w.live > 0 && !w.failed) {
-    bool ran = false;
-    for (Fiber& f : w.fibers) {
+  std::vector<int> order;
+  const bool forward = schedule_state().order == Schedule::Forward;
+  const uint64_t block_salt = (uint64_t(bidx.z) << 42) ^ (uint64_t(bidx.y) << 21) ^ bidx.x;
+  // Shuffle also holds back a random half of the warps each round, so warps drift apart by
+  // several warp operations between block barriers (as they do on a GPU) and a write that
+  // another warp's earlier read should have been waited for lands first.
+  const bool lag = schedule_state().order == Schedule::Shuffle && warps > 1;
+  std::vector<uint8_t> held(size_t(warps), 0);
+  std::mt19937_64 lag_rng(schedule_state().seed ^ block_salt ^ 0xA5A5A5A5ull);
+  for (uint64_t round = 0; w.live > 0 && !w.failed; ++round) {
+    bool ran = false, skipped = false;
+    if (!forward) order_indices(order, w.n, block_salt * 1000003u + round);
+    if (lag)
+      for (auto& h : held) h = static_cast<uint8_t>(lag_rng() & 1);
+    for (int k = 0; k < w.n; ++k) {
+      Fiber& f = w.fibers[size_t(forward ? k : order[size_t(k)])];
       if (f.done || f.wait != Wait::None) continue;
+      if (lag && held[size_t(linear_id(w, f) / 32)]) {
+        skipped = true;
+        continue;
+      }
       resume(w, f);
       ran = true;
       if (w.failed) break;
     }
+    if (!ran && skipped) continue;   // only held-back warps could run: next round
     if (!ran && w.live > 0 && !w.failed) {
       std::string what = "deadlock: no thread can go on (";
       int shown = 0;
@@ -298,6 +353,12 @@ bool run_block(Worker& w, const std::function<void()>& body, dim3 grid, dim3 blo
 }  // namespace
 
 ThreadCtx& ctx() { return t_worker.cur->tc; }
+
+void set_schedule(Schedule s, uint64_t seed) {
+  schedule_state().order = s;
+  schedule_state().seed = seed;
+}
+Schedule schedule() { return schedule_state().order; }
 
 void syncthreads() {
   Worker& w = t_worker;
@@ -345,13 +406,17 @@ bool run_grid(const KernelRun& k, std::string& why) {
   std::vector<unsigned char> smem(std::max<size_t>(16, k.smem) + 16);
   void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(smem.data()) + 15) & ~uintptr_t(15));
   bool ok = true;
-  for (unsigned z = 0; z < k.grid.z && ok; ++z)
-    for (unsigned y = 0; y < k.grid.y && ok; ++y)
-      for (unsigned x = 0; x < k.grid.x && ok; ++x) {
-        // Shared memory holds garbage on a GPU: NaN bytes here, so a read before a write shows.
-        std::memset(aligned, 0xFF, k.smem);
-        ok = run_block(w, k.body, k.grid, k.block, uint3{x, y, z}, aligned);
-      }
+  const uint64_t n_blocks = uint64_t(k.grid.x) * k.grid.y * k.grid.z;
+  std::vector<int> blocks;
+  const bool in_order = schedule_state().order == Schedule::Forward || n_blocks > (1u << 24);
+  if (!in_order) order_indices(blocks, static_cast<int>(n_blocks), 0x5EEDull);
+  for (uint64_t b = 0; b < n_blocks && ok; ++b) {
+    const uint64_t id = in_order ? b : uint64_t(blocks[size_t(b)]);
+    const uint3 bidx{unsigned(id % k.grid.x), unsigned(id / k.grid.x % k.grid.y), unsigned(id / (uint64_t(k.grid.x) * k.grid.y))};
+    // Shared memory holds garbage on a GPU: NaN bytes here, so a read before a write shows.
+    std::memset(aligned, 0xFF, k.smem);
+    ok = run_block(w, k.body, k.grid, k.block, bidx, aligned);
+  }
   t_in_kernel = false;
   if (!ok) why = w.why;
   return ok;

@@ -2,7 +2,8 @@
 // misuse: exact shuffles and barriers, garbage (NaN) in unwritten shared and device memory,
 // divergent barriers and shuffles naming exited lanes reported instead of hanging, reads past an
 // allocation stopped with the kernel's name, stream work that runs only when waited for, graph
-// capture that refuses what CUDA refuses, and cuBLAS's column-major conventions. Built with the
+// capture that refuses what CUDA refuses, cuBLAS's column-major conventions, and the schedule
+// orders that expose races (a missing barrier, blocks that depend on each other). Built with the
 // kernels' force-included header (emu_device.h), so the kernels below are CUDA source.
 #include <gtest/gtest.h>
 #include <cublas_v2.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "emu.h"
 #include "launch.cuh"
 
 namespace {
@@ -39,6 +41,19 @@ __global__ void read_unwritten_shared_kernel(float* out) {
   if (threadIdx.x == 0) buf[0] = 1.0f;
   __syncthreads();
   out[threadIdx.x] = buf[threadIdx.x];   // only buf[0] was written
+}
+
+// A race: thread i reads what thread i - 1 wrote to shared memory with no barrier between.
+__global__ void missing_barrier_kernel(float* out) {
+  LLMWB_DYNAMIC_SHARED(float, buf);
+  buf[threadIdx.x] = float(threadIdx.x);
+  // __syncthreads() belongs here
+  out[threadIdx.x] = threadIdx.x > 0 ? buf[threadIdx.x - 1] : 0.0f;
+}
+
+// Blocks that rely on running in order: each adds to what the block before it left.
+__global__ void ordered_blocks_kernel(float* acc) {
+  if (threadIdx.x == 0) acc[blockIdx.x + 1] = acc[blockIdx.x] + 1.0f;
 }
 
 __global__ void divergent_kernel(float* out) {
@@ -129,6 +144,54 @@ TEST(CudaEmulator, LaunchShapesAndSharedMemoryAreChecked) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(download(out, 1)[0], 1.0f);
   cudaFree(out);
+}
+
+// The schedule orders: index order happens to hide a missing barrier (each read comes after the
+// lower thread's write) and a dependence between blocks; reverse and shuffled orders expose both
+// (the reads see the NaN poison, or a block runs before the one it depends on), so the kernels'
+// tests run under them too.
+TEST(CudaEmulator, ReverseAndShuffledOrdersExposeRaces) {
+  const llmwb::emu::Schedule before = llmwb::emu::schedule();
+  float* out = device_alloc<float>(64);
+  float* acc = device_alloc<float>(9);
+  auto race_hidden = [&] {
+    LLMWB_LAUNCH(1, 64, 64 * sizeof(float), nullptr, missing_barrier_kernel)(out);
+    const auto v = download(out, 64);
+    for (int i = 1; i < 64; ++i)
+      if (v[size_t(i)] != float(i - 1)) return false;
+    return true;
+  };
+  auto blocks_in_order = [&] {
+    EXPECT_EQ(cudaMemset(acc, 0, sizeof(float) * 9), cudaSuccess);
+    LLMWB_LAUNCH(8, 32, 0, nullptr, ordered_blocks_kernel)(acc);
+    return download(acc, 9)[8] == 8.0f;
+  };
+  llmwb::emu::set_schedule(llmwb::emu::Schedule::Forward);
+  EXPECT_TRUE(race_hidden());
+  EXPECT_TRUE(blocks_in_order());
+  llmwb::emu::set_schedule(llmwb::emu::Schedule::Reverse);
+  EXPECT_FALSE(race_hidden());
+  EXPECT_FALSE(blocks_in_order());
+  llmwb::emu::set_schedule(llmwb::emu::Schedule::Shuffle, 7);
+  EXPECT_FALSE(race_hidden());
+  EXPECT_FALSE(blocks_in_order());
+  // A correct kernel gives the same answer in every order.
+  for (auto s : {llmwb::emu::Schedule::Forward, llmwb::emu::Schedule::Reverse, llmwb::emu::Schedule::Shuffle}) {
+    llmwb::emu::set_schedule(s, 3);
+    std::vector<float> x(5000);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13);
+    float* dx = device_alloc<float>(x.size());
+    float* dy = device_alloc<float>(4);
+    ASSERT_EQ(cudaMemcpy(dx, x.data(), sizeof(float) * x.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    LLMWB_LAUNCH(4, 128, 0, nullptr, block_sum_kernel)(dx, int(x.size()), dy);
+    const auto y = download(dy, 4);
+    double total = 0;
+    for (float v : x) total += v;
+    EXPECT_EQ(double(y[0]) + y[1] + y[2] + y[3], total);   // integers: exact in any order
+    cudaFree(dx), cudaFree(dy);
+  }
+  llmwb::emu::set_schedule(before);
+  cudaFree(out), cudaFree(acc);
 }
 
 // A failed kernel leaves a sticky error, so these run in a child process.

@@ -96,13 +96,16 @@ TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
 }
 
 // --kv-dtype int8: both backends quantize each (slot, kv head) the same way (the kernels' test
-// checks the bytes), so their logits differ by float rounding only, as with f32 K/V; and the
-// int8 cache is not the f32 one (the quantization shows in the logits).
+// checks the bytes for the same input). Here K and V themselves come from two forward passes
+// that agree to ~1e-7, so now and then an element lies on a rounding boundary and its code
+// differs by one step (|max| / 127): typically the logits agree to ~6e-7, after such a flip to
+// ~1e-3 (8.5e-4 seen). A pool read with the wrong layer, slot or scale is off by far more, and
+// the int8 pool is not the f32 one: int8 vs f32 K/V move these logits by 5e-3 to 9e-3.
 TEST(CudaModel, Int8KvLogitsMatchTheCpusInt8Kv) {
   LLMWB_REQUIRE_GPU();
   for (auto [heads, kv_heads] : {std::pair{8, 2}, std::pair{4, 4}}) {   // the tiled kernel; MHA decode kernel
     const std::string m = make_random_model(DType::F32, 256, 512, heads, kv_heads, 700, 9);
-    EXPECT_LT(max_logits_error(m, KVDType::INT8), 1e-4) << heads << "/" << kv_heads << " heads";
+    EXPECT_LT(max_logits_error(m, KVDType::INT8), 3e-3) << heads << "/" << kv_heads << " heads";
     auto file = load_model_file(m);
     const LlamaWeights w = LlamaWeights::bind(*file);
     cuda::CudaModel f32(file->config, w), int8(file->config, w);
@@ -120,7 +123,7 @@ TEST(CudaModel, Int8KvLogitsMatchTheCpusInt8Kv) {
     f32.forward(b, lf.data(), -1, nullptr);
     int8.forward(b, l8.data(), -1, nullptr);
     const double q = rel_error(l8, lf);
-    EXPECT_GT(q, 1e-5) << "int8 K/V gave the f32 logits";
+    EXPECT_GT(q, 1e-3) << "int8 K/V gave the f32 logits";
     EXPECT_LT(q, 5e-2);
   }
 }
