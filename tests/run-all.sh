@@ -61,7 +61,7 @@ if [[ -z "${LLMWB_QUICK:-}" ]]; then
   run_ctest build-asan -L engine --timeout 1800
   if [[ $emu == ON ]]; then
     echo "== CUDA kernels on the emulator under ASan + UBSan"
-    run_ctest build-asan -R "emu_test_cuda_(kernels|emulator)" --timeout 1800
+    run_ctest build-asan -R "^emu_test_cuda_(kernels|emulator)$" --timeout 1800
   fi
 
   echo "== Fuzzing the model-file parsers"
