@@ -140,6 +140,7 @@ done
 KVC=64,256 KVMEM=512M
 [ -n "$SMOKE" ] && KVC=8 KVMEM=1M
 for kv in f32 int8; do
+  if [ "$(elapsed)" -gt $((BUDGET - 150)) ]; then log "skipping serve-bench kv-$kv: $(elapsed)s used of ${BUDGET}s"; continue; fi
   log "serve-bench kv-$kv ($KVC sequences, --kv-memory $KVMEM)"
   echo "===== serve-bench kv-$kv tinyllama-1.1b-f16" >> "$OUT/bench.log"
   timeout 120 "$CLI" serve-bench --backend cuda --model "$TINY" --concurrency "$KVC" --input-len 32 --output-len "$OUTLEN" \
