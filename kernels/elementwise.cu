@@ -212,7 +212,7 @@ cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width
 cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float* v, const int64_t* slots, int n_rows,
                      cudaStream_t s) {
   const int64_t kv_dim = pool.kv_dim();
-  const int64_t elems = int64_t(layer) * pool.n_slots * kv_dim, scales = int64_t(layer) * pool.n_slots * pool.n_kv_heads;
+  const int64_t elems = pool.elem_offset(layer), scales = pool.scale_offset(layer);
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
     if (pool.int8) {
@@ -244,14 +244,14 @@ cudaError_t copy_blocks(const KVPool& pool, int n_layers, int block_size, const 
                         cudaStream_t s) {
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
   if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
-  const int64_t kv_dim = pool.kv_dim();
+  const int64_t block_elems = block_size * pool.kv_dim();
   if (!pool.int8)
-    return copy_pool_blocks(static_cast<float*>(pool.k), static_cast<float*>(pool.v), n_layers, pool.n_slots * kv_dim,
-                            block_size * kv_dim, pairs, n_pairs, s);
+    return copy_pool_blocks(static_cast<float*>(pool.k), static_cast<float*>(pool.v), n_layers, pool.elem_offset(1),
+                            block_elems, pairs, n_pairs, s);
   const cudaError_t e = copy_pool_blocks(static_cast<int8_t*>(pool.k), static_cast<int8_t*>(pool.v), n_layers,
-                                         pool.n_slots * kv_dim, block_size * kv_dim, pairs, n_pairs, s);
+                                         pool.elem_offset(1), block_elems, pairs, n_pairs, s);
   if (e != cudaSuccess) return e;
-  return copy_pool_blocks(pool.k_scale, pool.v_scale, n_layers, pool.n_slots * pool.n_kv_heads,
+  return copy_pool_blocks(pool.k_scale, pool.v_scale, n_layers, pool.scale_offset(1),
                           int64_t(block_size) * pool.n_kv_heads, pairs, n_pairs, s);
 }
 

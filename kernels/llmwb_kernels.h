@@ -58,6 +58,9 @@ struct KVPool {
   int64_t n_slots = 0;        // num_blocks * block_size (slots of one layer)
   int n_kv_heads = 0, head_dim = 0;
   int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
+  // Where `layer` starts: in elements (codes or floats) and in scales.
+  int64_t elem_offset(int layer) const { return int64_t(layer) * n_slots * kv_dim(); }
+  int64_t scale_offset(int layer) const { return int64_t(layer) * n_slots * n_kv_heads; }
 };
 // One layer of a pool, as attention reads it.
 struct KVLayer {
@@ -68,7 +71,7 @@ struct KVLayer {
   bool int8 = false;
 };
 inline KVLayer kv_layer(const KVPool& p, int layer) {
-  const int64_t elems = int64_t(layer) * p.n_slots * p.kv_dim(), scales = int64_t(layer) * p.n_slots * p.n_kv_heads;
+  const int64_t elems = p.elem_offset(layer), scales = p.scale_offset(layer);
   if (!p.int8)
     return {static_cast<const float*>(p.k) + elems, static_cast<const float*>(p.v) + elems, nullptr, nullptr, false};
   return {static_cast<const int8_t*>(p.k) + elems, static_cast<const int8_t*>(p.v) + elems, p.k_scale + scales,

@@ -20,7 +20,6 @@
 #include <QTextDocument>
 #include <QSaveFile>
 #include <QSpinBox>
-#include <QStandardItemModel>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -29,9 +28,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "llmwb/backends.h"
 #include "llmwb/engine_config.h"
 #include "llmwb/quant_report.h"
+#include "settings_dialog.h"
 #include "token_text.h"
 
 namespace llmwb::ui {
@@ -177,17 +176,11 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   const int row = configs_->rowCount();
   configs_->insertRow(row);
   configs_->setItem(row, kName, new QTableWidgetItem(c.name));
-  // As the Settings dialog: a backend this build or machine cannot run is listed, disabled, with
-  // the reason as its tooltip; a saved experiment naming it keeps it (its run then reports why).
+  // As the Settings dialog's list; a saved experiment naming a backend that cannot run here keeps
+  // it (its run then reports why).
   auto* backend = new QComboBox(configs_);
   backend->addItem(tr("as in Settings"), QString());
-  for (const BackendInfo& b : list_backends()) {
-    backend->addItem(QString::fromStdString(b.label), QString::fromStdString(b.name));
-    if (!b.available) {
-      if (auto* m = qobject_cast<QStandardItemModel*>(backend->model())) m->item(backend->count() - 1)->setEnabled(false);
-      backend->setItemData(backend->count() - 1, QString::fromStdString(b.reason), Qt::ToolTipRole);
-    }
-  }
+  add_backend_items(backend);
   if (backend->findData(c.backend) < 0) backend->addItem(c.backend, c.backend);   // unknown: kept, refused at run
   backend->setCurrentIndex(backend->findData(c.backend));
   configs_->setCellWidget(row, kBackend, backend);

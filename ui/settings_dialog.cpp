@@ -13,6 +13,21 @@
 
 namespace llmwb::ui {
 
+void add_backend_items(QComboBox* box) {
+  for (const BackendInfo& b : list_backends()) {
+    box->addItem(QString::fromStdString(b.label), QString::fromStdString(b.name));
+    if (b.available) continue;
+    const int i = box->count() - 1;
+    if (auto* m = qobject_cast<QStandardItemModel*>(box->model())) m->item(i)->setEnabled(false);
+    box->setItemData(i, QString::fromStdString(b.reason), Qt::ToolTipRole);
+  }
+}
+
+bool backend_item_enabled(const QComboBox* box, int i) {
+  const auto* m = qobject_cast<const QStandardItemModel*>(box->model());
+  return !m || m->item(i)->isEnabled();
+}
+
 SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
     : QDialog(parent),
       base_(s),
@@ -28,21 +43,10 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
       step_delay_(new QSpinBox(this)),
       theme_(new QComboBox(this)) {
   setWindowTitle(tr("Settings"));
-  // A backend this build or machine cannot run stays listed, disabled, with the reason as its
-  // tooltip (e.g. "no CUDA device is present").
-  for (const BackendInfo& b : list_backends()) {
-    backend_->addItem(QString::fromStdString(b.label), QString::fromStdString(b.name));
-    const int i = backend_->count() - 1;
-    if (!b.available) {
-      if (auto* m = qobject_cast<QStandardItemModel*>(backend_->model())) m->item(i)->setEnabled(false);
-      backend_->setItemData(i, QString::fromStdString(b.reason), Qt::ToolTipRole);
-    }
-  }
+  add_backend_items(backend_);
   {
     const int i = backend_->findData(s.backend);
-    auto* m = qobject_cast<QStandardItemModel*>(backend_->model());
-    const bool usable = i >= 0 && (!m || m->item(i)->isEnabled());
-    backend_->setCurrentIndex(usable ? i : 0);
+    backend_->setCurrentIndex(i >= 0 && backend_item_enabled(backend_, i) ? i : 0);
   }
   threads_->setRange(0, 1024);
   threads_->setSpecialValueText(tr("automatic (all cores but one)"));

@@ -11,6 +11,13 @@ class QSpinBox;
 
 namespace llmwb::ui {
 
+// Appends every backend the engine knows (llmwb::list_backends(): label shown, name as item
+// data); one this build or machine cannot run stays listed, disabled, with the reason as its
+// tooltip (e.g. "no CUDA device is present"). The Settings dialog and the Experiments table.
+void add_backend_items(QComboBox* box);
+// Whether item i of such a box can be chosen.
+bool backend_item_enabled(const QComboBox* box, int i);
+
 class SettingsDialog : public QDialog {
   Q_OBJECT
 
