@@ -33,7 +33,8 @@ const char* engine_flags_usage() {
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
-         "  --kv-dtype f32|int8     KV cache elements (int8: a scale per token and KV head, ~1/4 the memory)\n"
+         "  --kv-dtype f32|f16|int8 KV cache elements (f16: half the memory; int8: a scale per token and\n"
+         "                          KV head, ~1/4 the memory)\n"
          "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n";
 }
 
@@ -55,7 +56,7 @@ EngineConfig engine_config_from(const Args& a) {
   c.kv_dtype = a.str("kv-dtype", "f32");
   const auto& kv = kv_dtypes();
   if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
-    throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32 or int8");
+    throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32, f16 or int8");
   return c;
 }
 

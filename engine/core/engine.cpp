@@ -145,7 +145,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
   KVDType kv_dtype;
   if (!kv_dtype_from_name(cfg.kv_dtype, &kv_dtype))
-    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not a KV cache type (f32 or int8)");
+    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not a KV cache type (f32, f16 or int8)");
 
   report(0.0, "reading " + cfg.model);
   file = load_model_file(cfg.model, [&](double f, const std::string& what) {

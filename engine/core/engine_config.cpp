@@ -9,7 +9,7 @@ namespace llmwb {
 const std::vector<std::string>& quantize_schemes() { return QuantScheme::names(); }
 
 const std::vector<std::string>& kv_dtypes() {
-  static const std::vector<std::string> v{"f32", "int8"};
+  static const std::vector<std::string> v{"f32", "f16", "int8"};
   return v;
 }
 

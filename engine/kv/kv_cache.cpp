@@ -4,16 +4,31 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/tensor.h"
+
 namespace llmwb {
 
 bool kv_dtype_from_name(const std::string& name, KVDType* out) {
   if (name == "f32") *out = KVDType::F32;
+  else if (name == "f16") *out = KVDType::F16;
   else if (name == "int8") *out = KVDType::INT8;
   else return false;
   return true;
 }
 
-const char* kv_dtype_name(KVDType t) { return t == KVDType::INT8 ? "int8" : "f32"; }
+const char* kv_dtype_name(KVDType t) {
+  switch (t) {
+    case KVDType::F32: return "f32";
+    case KVDType::F16: return "f16";
+    case KVDType::INT8: return "int8";
+  }
+  return "f32";
+}
+
+uint16_t kv_half(float x) {
+  constexpr float kMax = 65504.0f;   // the largest finite half
+  return fp32_to_fp16(x > kMax ? kMax : x < -kMax ? -kMax : x);
+}
 
 KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, int head_dim, KVDType dtype)
     : n_layers_(n_layers),
@@ -28,6 +43,9 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
   if (dtype_ == KVDType::F32) {
     k_ = make_huge_array<float>(n);
     v_ = make_huge_array<float>(n);
+  } else if (dtype_ == KVDType::F16) {
+    k16_ = make_huge_array<uint16_t>(n);
+    v16_ = make_huge_array<uint16_t>(n);
   } else {
     k8_ = make_huge_array<int8_t>(n);
     v8_ = make_huge_array<int8_t>(n);
@@ -40,6 +58,7 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
 uint64_t KVCache::bytes_per_block(int n_layers, int block_size, int n_kv_heads, int head_dim, KVDType dtype) {
   const uint64_t elems = 2ull * n_layers * block_size * n_kv_heads * head_dim;
   if (dtype == KVDType::F32) return elems * sizeof(float);
+  if (dtype == KVDType::F16) return elems * sizeof(uint16_t);
   return elems * sizeof(int8_t) + 2ull * n_layers * block_size * n_kv_heads * sizeof(float);   // + scales
 }
 
@@ -69,6 +88,15 @@ void KVCache::store(int layer, int64_t slot, const float* k, const float* v) {
     std::memcpy(this->v(layer, slot), v, sizeof(float) * static_cast<size_t>(kv_dim_));
     return;
   }
+  if (dtype_ == KVDType::F16) {
+    uint16_t* kd = k16_.get() + index(layer, slot);
+    uint16_t* vd = v16_.get() + index(layer, slot);
+    for (int i = 0; i < kv_dim_; ++i) {
+      kd[i] = kv_half(k[i]);
+      vd[i] = kv_half(v[i]);
+    }
+    return;
+  }
   store_int8(k8_.get(), k_scale_.get(), layer, slot, k);
   store_int8(v8_.get(), v_scale_.get(), layer, slot, v);
 }
@@ -77,6 +105,13 @@ void KVCache::load(int layer, int64_t slot, float* k, float* v) const {
   if (dtype_ == KVDType::F32) {
     std::memcpy(k, this->k(layer, slot), sizeof(float) * static_cast<size_t>(kv_dim_));
     std::memcpy(v, this->v(layer, slot), sizeof(float) * static_cast<size_t>(kv_dim_));
+    return;
+  }
+  if (dtype_ == KVDType::F16) {
+    for (int i = 0; i < kv_dim_; ++i) {
+      k[i] = fp16_to_fp32(k16(layer, slot)[i]);
+      v[i] = fp16_to_fp32(v16(layer, slot)[i]);
+    }
     return;
   }
   for (int h = 0; h < n_kv_heads_; ++h) {
@@ -96,6 +131,9 @@ void KVCache::copy_block(int src, int dst) {
     if (dtype_ == KVDType::F32) {
       std::memcpy(k(l, d0), k(l, s0), n * sizeof(float));
       std::memcpy(v(l, d0), v(l, s0), n * sizeof(float));
+    } else if (dtype_ == KVDType::F16) {
+      std::memcpy(k16_.get() + index(l, d0), k16_.get() + index(l, s0), n * sizeof(uint16_t));
+      std::memcpy(v16_.get() + index(l, d0), v16_.get() + index(l, s0), n * sizeof(uint16_t));
     } else {
       std::memcpy(k8_.get() + index(l, d0), k8_.get() + index(l, s0), n);
       std::memcpy(v8_.get() + index(l, d0), v8_.get() + index(l, s0), n);

@@ -9,9 +9,12 @@
 // start (freed blocks are reused first); layer-major, each layer's part of the pool would
 // start a 2 MiB page of its own (+67 MB resident for tinyllama's 22 layers at 640 tokens).
 //
-// Elements are f32, or int8 (--kv-dtype int8, about a quarter of the memory): x = scale * q,
-// q in [-127, 127], with one f32 scale per (layer, slot, kv head) for K and one for V, i.e. a
-// block's scales are a [block_size x n_kv_heads] array beside its codes.
+// Elements are f32; f16 (--kv-dtype f16, half the memory; llama.cpp's default cache type): IEEE
+// binary16 rounded to nearest even, values beyond its range saturated at +-65504 instead of
+// becoming inf (an inf key would turn every score of its row into NaN); or int8 (--kv-dtype
+// int8, about a quarter of the memory): x = scale * q, q in [-127, 127], with one f32 scale per
+// (layer, slot, kv head) for K and one for V, i.e. a block's scales are a [block_size x
+// n_kv_heads] array beside its codes.
 //
 // Why not one scale per (block, head): tokens arrive one at a time, so such a scale would
 // have to grow (and the block's earlier slots be requantized) when a later token is larger.
@@ -33,10 +36,14 @@
 
 namespace llmwb {
 
-enum class KVDType : uint8_t { F32, INT8 };
-// "f32" / "int8" (EngineConfig::kv_dtype); false for anything else.
+enum class KVDType : uint8_t { F32, INT8, F16 };
+// "f32" / "f16" / "int8" (EngineConfig::kv_dtype); false for anything else.
 bool kv_dtype_from_name(const std::string& name, KVDType* out);
 const char* kv_dtype_name(KVDType t);
+
+// The f16 pool's element for x: x saturated to [-65504, 65504] (NaN stays NaN), then rounded to
+// the nearest IEEE half, ties to even. The CUDA pool's store_kv writes the same bits.
+uint16_t kv_half(float x);
 
 class KVCache {
  public:
@@ -55,7 +62,8 @@ class KVCache {
   uint64_t total_bytes() const;
 
   // Writes one token's K and V (kv_dim floats each) into `slot` (= block * block_size +
-  // offset) of `layer`. int8: per kv head, scale = |max| / 127 and q = round(x / scale).
+  // offset) of `layer`. f16: kv_half(x); int8: per kv head, scale = |max| / 127 and
+  // q = round(x / scale).
   void store(int layer, int64_t slot, const float* k, const float* v);
   // The token's K / V back as floats (tests, debugging; attention reads in place).
   void load(int layer, int64_t slot, float* k, float* v) const;
@@ -65,6 +73,9 @@ class KVCache {
   float* v(int layer, int64_t slot) { return v_.get() + index(layer, slot); }
   const float* k(int layer, int64_t slot) const { return k_.get() + index(layer, slot); }
   const float* v(int layer, int64_t slot) const { return v_.get() + index(layer, slot); }
+  // f16 pools: the IEEE half bits of a slot's K / V, kv_dim of them.
+  const uint16_t* k16(int layer, int64_t slot) const { return k16_.get() + index(layer, slot); }
+  const uint16_t* v16(int layer, int64_t slot) const { return v16_.get() + index(layer, slot); }
   // int8 pools: the codes of a slot (kv_dim) and the scale of one of its kv heads.
   const int8_t* k8(int layer, int64_t slot) const { return k8_.get() + index(layer, slot); }
   const int8_t* v8(int layer, int64_t slot) const { return v8_.get() + index(layer, slot); }
@@ -88,6 +99,7 @@ class KVCache {
   int n_layers_, num_blocks_, block_size_, n_kv_heads_, head_dim_, kv_dim_;
   KVDType dtype_;
   HugeArray<float> k_, v_;   // on 2 MiB pages where THP allows (huge_page_allocator.h)
+  HugeArray<uint16_t> k16_, v16_;
   HugeArray<int8_t> k8_, v8_;
   HugeArray<float> k_scale_, v_scale_;
 };

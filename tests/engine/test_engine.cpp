@@ -279,10 +279,14 @@ TEST(Engine, PrefixCacheSkipsASharedThreeHundredTokenPrefixAndChangesNothing) {
   expect_prefix_cache_skips_a_shared_prefix_and_changes_nothing("f32");
 }
 
-// An int8 slot's codes and scale depend only on its token, so a cached block is exactly what
+// An int8 slot's codes and scale (an f16 slot's halves) depend only on its token, so a cached block is exactly what
 // recomputing it would write.
 TEST(Engine, PrefixCacheWithInt8KvChangesNothing) {
   expect_prefix_cache_skips_a_shared_prefix_and_changes_nothing("int8");
+}
+
+TEST(Engine, PrefixCacheWithF16KvChangesNothing) {
+  expect_prefix_cache_skips_a_shared_prefix_and_changes_nothing("f16");
 }
 
 TEST(Engine, ParallelSamplesShareThePromptBlocks) {
@@ -351,45 +355,55 @@ TEST(Engine, AbortReturnsBlocksAtOnce) {
   EXPECT_FALSE(e.has_unfinished());
 }
 
-// ---------------------------------------------------------------------------- INT8 KV cache
+// ------------------------------------------------------------- f16 and int8 KV caches
+// Every test below runs with --kv-dtype f16 and with int8 (EngineKv/f16, EngineKv/int8).
 
 EngineConfig with_kv(EngineConfig c, const std::string& kv_dtype) {
   c.kv_dtype = kv_dtype;
   return c;
 }
 
-TEST(EngineKvInt8, GreedyBatchedWithStaggeredArrivalsEqualsSequential) {
-  expect_batched_equals_sequential(with_kv(stories(), "int8"), 512, 0.f);
+KVDType kv_type(const std::string& name) {
+  KVDType t{};
+  EXPECT_TRUE(kv_dtype_from_name(name, &t)) << name;
+  return t;
+}
+
+class EngineKv : public ::testing::TestWithParam<std::string> {
+ protected:
+  EngineConfig cfg(EngineConfig c = stories()) const { return with_kv(std::move(c), GetParam()); }
+};
+
+TEST_P(EngineKv, GreedyBatchedWithStaggeredArrivalsEqualsSequential) {
+  expect_batched_equals_sequential(cfg(), 512, 0.f);
   EngineConfig c;
   c.model = random_model_path();
   c.threads = 2;
-  expect_batched_equals_sequential(with_kv(c, "int8"), 700, 0.f);
+  expect_batched_equals_sequential(cfg(c), 700, 0.f);
 }
 
-TEST(EngineKvInt8, SeededSamplingBatchedEqualsSequential) {
-  expect_batched_equals_sequential(with_kv(stories(), "int8"), 512, 0.9f);
-}
+TEST_P(EngineKv, SeededSamplingBatchedEqualsSequential) { expect_batched_equals_sequential(cfg(), 512, 0.9f); }
 
-TEST(EngineKvInt8, ChunkedPrefillAndPreemptionGiveTheSameTokens) {
+TEST_P(EngineKv, ChunkedPrefillAndPreemptionGiveTheSameTokens) {
   // Chunks of 32 fill blocks several tokens at a time where one-token decoding fills them one
   // per step, and a tiny pool forces recomputation after preemption: every query still reads
-  // the same codes and scales.
-  EngineConfig small = with_kv(stories(), "int8");
+  // the same elements (int8: codes and scales).
+  EngineConfig small = cfg();
   small.max_num_batched_tokens = 32;
   small.block_size = 8;
-  small.kv_memory_bytes = 24 * KVCache::bytes_per_block(5, 8, 4, 8, KVDType::INT8);   // 24 blocks of stories260K
+  small.kv_memory_bytes = 24 * KVCache::bytes_per_block(5, 8, 4, 8, kv_type(GetParam()));   // 24 blocks of stories260K
   auto jobs = make_jobs(10, 512, 50, 0.f, 11);
   Engine e(small);
   auto batched = run_staggered(e, jobs, std::vector<int>(10, 0));
   EXPECT_GT(e.telemetry().preemptions_total, 0u);
-  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], run_alone(with_kv(stories(), "int8"), jobs[i])) << i;
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], run_alone(cfg(), jobs[i])) << i;
 }
 
-TEST(EngineKvInt8, CopyOnWriteCopiesTheScales) {
+TEST_P(EngineKv, CopyOnWriteCopiesTheBlock) {
   // Four greedy samples share the prompt's partly filled last block and each writes into its
-  // own copy: every sample must equal a single greedy run (a copy without its scales would
-  // decode garbage).
-  Engine e(with_kv(stories(), "int8"));
+  // own copy: every sample must equal a single greedy run (an int8 copy without its scales,
+  // or an f16 copy of half the bytes, would decode garbage).
+  Engine e(cfg());
   SamplingParams p;
   p.temperature = 0;
   p.n = 4;
@@ -398,7 +412,7 @@ TEST(EngineKvInt8, CopyOnWriteCopiesTheScales) {
   std::vector<int> prompt = story_tokens(e, 40);   // 2 full blocks and 8 tokens
   Job one{prompt, p};
   one.params.n = 1;
-  const std::vector<int> alone = run_alone(with_kv(stories(), "int8"), one);
+  const std::vector<int> alone = run_alone(cfg(), one);
   e.add_request_tokens(prompt, p);
   RequestOutput final_out;
   while (e.has_unfinished())
@@ -408,18 +422,18 @@ TEST(EngineKvInt8, CopyOnWriteCopiesTheScales) {
   for (const auto& c : final_out.outputs) EXPECT_EQ(c.token_ids, alone);
 }
 
-TEST(EngineKvInt8, Stories260KGreedyAgreesWithF32) {
-  // Greedy continuations of several prompts with f32 and int8 KV, compared token by token up
-  // to the first difference (after which the stories go their own ways, so this counts only
-  // agreement that is not luck). Measured on this build: 100, 100, 21, 100 and 55 of 100
-  // tokens (376 of 500, 75%): int8 moves attention outputs by ~0.5%, enough to flip a
-  // near-tie now and then. Bounds: the story from BOS (the published greedy output) is
-  // unchanged for 100 tokens, and at least 60% of all tokens come before the first
-  // difference; an int8 bug (a wrong scale, a misplaced head) derails every story within a
-  // few tokens.
+TEST_P(EngineKv, Stories260KGreedyAgreesWithF32) {
+  // Greedy continuations of several prompts with f32 and the tested KV type, compared token by
+  // token up to the first difference (after which the stories go their own ways, so this counts
+  // only agreement that is not luck). Measured on this build: int8 100, 100, 21, 100 and 55 of
+  // 100 tokens (376 of 500, 75%): int8 moves attention outputs by ~0.5%, enough to flip a
+  // near-tie now and then; f16 (~0.03% per element) 500 of 500. Bounds: the story from BOS
+  // (the published greedy output) is unchanged for 100 tokens, and at least 60% (int8) / 90%
+  // (f16) of all tokens come before the first difference; a bug (a wrong scale, a misplaced
+  // head, a half read as bytes) derails every story within a few tokens.
   const std::vector<std::string> prompts = {"", "Once upon a time", "The little dog", "Lily and Ben went to the park",
                                             "One day, a big bird"};
-  Engine f(stories()), q(with_kv(stories(), "int8"));
+  Engine f(stories()), q(cfg());
   int same_prefix = 0, total = 0;
   for (const std::string& text : prompts) {
     SamplingParams p;
@@ -437,43 +451,49 @@ TEST(EngineKvInt8, Stories260KGreedyAgreesWithF32) {
         if (o.finished) b = o.outputs[0].token_ids;
     size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-    std::printf("int8 KV vs f32, prompt '%s': first %zu of %zu greedy tokens identical\n", text.c_str(), n, a.size());
+    std::printf("%s KV vs f32, prompt '%s': first %zu of %zu greedy tokens identical\n", GetParam().c_str(),
+                text.c_str(), n, a.size());
     if (text.empty()) {
       EXPECT_EQ(n, a.size()) << "the greedy story from BOS";
     }
     same_prefix += static_cast<int>(n);
     total += static_cast<int>(a.size());
   }
-  std::printf("int8 KV vs f32: %d of %d greedy tokens before the first difference\n", same_prefix, total);
-  EXPECT_GE(same_prefix, total * 6 / 10);
+  std::printf("%s KV vs f32: %d of %d greedy tokens before the first difference\n", GetParam().c_str(), same_prefix,
+              total);
+  EXPECT_GE(same_prefix, total * (GetParam() == "f16" ? 9 : 6) / 10);
 }
 
-TEST(EngineKvInt8, SameMemoryHoldsMoreBlocksAndTelemetrySaysInt8) {
+TEST_P(EngineKv, SameMemoryHoldsMoreBlocksAndTelemetryNamesTheType) {
   EngineConfig c = stories();
   c.kv_memory_bytes = 8ull << 20;
-  Engine f(c), q(with_kv(c, "int8"));
+  Engine f(c), q(cfg(c));
   const StepTelemetry& tf = f.telemetry();
   const StepTelemetry& tq = q.telemetry();
   EXPECT_EQ(tf.kv_dtype, "f32");
-  EXPECT_EQ(tq.kv_dtype, "int8");
-  // stories260K's head_dim is 8, so the per slot-head scale costs 4 bytes per 8 codes: 2.67x.
-  // (TinyLlama, head_dim 64: 3.76x; test_kv_int8.)
+  EXPECT_EQ(tq.kv_dtype, GetParam());
+  // f16: 2 bytes an element, exactly half. int8: stories260K's head_dim is 8, so the per
+  // slot-head scale costs 4 bytes per 8 codes: 2.67x (TinyLlama, head_dim 64: 3.76x; test_kv_int8).
   const double ratio = double(KVCache::bytes_per_block(5, 16, 4, 8, KVDType::F32)) /
-                       double(KVCache::bytes_per_block(5, 16, 4, 8, KVDType::INT8));
-  EXPECT_NEAR(ratio, 32.0 / 12.0, 1e-9);
+                       double(KVCache::bytes_per_block(5, 16, 4, 8, kv_type(GetParam())));
+  EXPECT_NEAR(ratio, GetParam() == "f16" ? 2.0 : 32.0 / 12.0, 1e-9);
   EXPECT_NEAR(double(tq.blocks_total) / double(tf.blocks_total), ratio, 0.01);
   EXPECT_LE(tq.kv_bytes_total, c.kv_memory_bytes);
   EXPECT_LE(tf.kv_bytes_total, c.kv_memory_bytes);
   EXPECT_GT(tq.kv_bytes_total, c.kv_memory_bytes * 9 / 10);
 }
 
-TEST(EngineKvInt8, UnknownKvDtypeIsAClearError) {
+INSTANTIATE_TEST_SUITE_P(KvTypes, EngineKv, ::testing::Values("f16", "int8"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST(EngineKvDtype, UnknownKvDtypeIsAClearError) {
   try {
-    Engine e(with_kv(stories(), "f16"));
+    Engine e(with_kv(stories(), "fp8"));
     FAIL() << "expected an error";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("kv_dtype"), std::string::npos) << err.what();
-    EXPECT_NE(std::string(err.what()).find("'f16'"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("'fp8'"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("f32, f16 or int8"), std::string::npos) << err.what();
   }
 }
 

@@ -122,7 +122,7 @@ TEST(KvInt8, PoolBytesAreAQuarterOfF32PlusScales) {
   KVDType t;
   EXPECT_TRUE(kv_dtype_from_name("int8", &t));
   EXPECT_EQ(t, KVDType::INT8);
-  EXPECT_FALSE(kv_dtype_from_name("f16", &t));
+  EXPECT_FALSE(kv_dtype_from_name("fp8", &t));
 }
 
 // Paged attention over the same random K/V in an f32 pool and an int8 pool.

@@ -218,6 +218,40 @@ class TestExperimentsView : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return outputs->verticalScrollBar()->maximum() == 0; }, 2000));
   }
 
+  // The KV preset runs the same prompts over f32, f16 and int8 K/V: the pool shrinks to half
+  // (f16) and about a quarter plus scales (int8) of f32's for the same blocks, f16 keeps
+  // f32's greedy tokens on these prompts, and every row's tokens are real text.
+  void kv_preset_compares_f32_f16_and_int8_pools() {
+    const auto& presets = view()->presets();
+    const auto preset = std::find_if(presets.begin(), presets.end(),
+                                     [](const ui::Experiment& e) { return e.name == "KV cache: f32 vs f16 vs int8"; });
+    QVERIFY(preset != presets.end());
+    view()->set_experiment(*preset);
+    QTableWidget* configs = view()->findChild<QTableWidget*>("experiment_configs");
+    QVERIFY(configs);
+    QCOMPARE(view()->experiment().configs.size(), size_t(3));
+    QCOMPARE(view()->experiment().configs[1].kv_dtype, QString("f16"));
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(3));
+    for (const auto& r : results) {
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      QCOMPARE(r.token_ids.size(), preset->prompts.size());
+    }
+    QCOMPARE(results[1].token_ids, results[0].token_ids);
+    QTableWidget* table = view()->results_table();
+    auto value = [&](int row, const QString& name) {
+      for (int c = 0; c < table->columnCount(); ++c)
+        if (table->horizontalHeaderItem(c)->text() == name) return table->item(row, c)->data(Qt::UserRole).toDouble();
+      return -1.0;
+    };
+    const double f32 = value(0, "KV pool MiB"), f16 = value(1, "KV pool MiB"), i8 = value(2, "KV pool MiB");
+    QVERIFY(f32 > 0);
+    QCOMPARE(f16 * 2, f32);
+    QVERIFY2(i8 < 0.5 * f32 && i8 > 0.25 * f32, qPrintable(QString("%1 vs %2").arg(i8).arg(f32)));
+  }
+
   // The backend column: each configuration runs on its own backend ("as in Settings" when
   // none is named). A backend this machine cannot run is listed disabled with the reason; a
   // configuration naming it reports that reason as its error and the others still run. With a

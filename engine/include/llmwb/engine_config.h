@@ -33,7 +33,7 @@ struct EngineConfig {
 // The load-time quantization schemes EngineConfig::quantize accepts besides "" (the same
 // names as llmwb-cli quantize --type; docs/QUANTIZATION.md), for pickers in front ends.
 const std::vector<std::string>& quantize_schemes();
-// The KV cache element types EngineConfig::kv_dtype accepts ("f32", "int8").
+// The KV cache element types EngineConfig::kv_dtype accepts ("f32", "f16", "int8").
 const std::vector<std::string>& kv_dtypes();
 
 }  // namespace llmwb

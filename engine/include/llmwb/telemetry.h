@@ -56,7 +56,7 @@ struct StepTelemetry {
   uint64_t slots_allocated = 0;  // block_size * blocks held by live sequences
   uint64_t slots_filled = 0;     // of those, slots holding a token (fragmentation = 1 - filled/allocated)
   uint64_t kv_bytes_total = 0;
-  std::string kv_dtype = "f32";  // element type of the pool ("f32", "int8"), which kv_bytes_total reflects
+  std::string kv_dtype = "f32";  // element type of the pool ("f32", "f16", "int8"), which kv_bytes_total reflects
   std::vector<BlockState> blocks;           // per physical block
   std::vector<SequenceTelemetry> sequences; // live sequences
   std::shared_ptr<const AttentionSnapshot> attention;  // when capture is on
