@@ -11,12 +11,16 @@
 // of few sequences) the context is split over several blocks whose partial (max, sum, output)
 // a second kernel combines (flash-decoding, Dao et al. 2023).
 //
-// K and V are f32 or int8 codes with a scale per (slot, kv head) (KVPool): an int8 element is
-// read as scale * code into registers or shared memory, so an int8 pool moves a quarter of the
-// bytes and nothing is dequantized in memory.
+// K and V are f32, f16, or int8 codes with a scale per (slot, kv head) (KVPool, a template
+// parameter of every kernel): an f16 element is converted to float, an int8 one read as
+// scale * code, into registers or shared memory, so an f16 pool moves half the bytes, an int8
+// pool a quarter, and nothing is converted in memory. An f16 pool's arithmetic after the
+// conversion is the f32 pool's, operation for operation: attention over an f16 pool gives the
+// bits of attention over an f32 pool holding the same (half-representable) values.
 //
 // Head sizes that are not a multiple of 32 (or above 256), and groups above 16 heads, take the
 // naive kernel, which also records the softmax weights for the attention heatmap.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -69,18 +73,31 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Element d of kv head kvh in `slot` of one layer's K or V (base, scale: KVLayer's), as a float.
-template <bool I8>
+template <KVKind K>
 __device__ __forceinline__ float kv_elem(const void* base, const float* scale, int64_t slot, int64_t kv_dim,
                                          int n_kv_heads, int kvh, int hd, int d) {
   const int64_t i = slot * kv_dim + int64_t(kvh) * hd + d;
-  if constexpr (I8)
+  if constexpr (K == KVKind::I8)
     return scale[slot * n_kv_heads + kvh] * static_cast<float>(static_cast<const int8_t*>(base)[i]);
+  else if constexpr (K == KVKind::F16)
+    return __half2float(static_cast<const __half*>(base)[i]);
   else
     return static_cast<const float*>(base)[i];
 }
 
+// 8 halves (one 16-byte load) to floats, lowest address first.
+__device__ __forceinline__ void unpack_half8(uint4 u, float* v) {
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+
 // NC = head_dim / 32: output dims per lane.
-template <int NC, bool I8>
+template <int NC, KVKind K>
 __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const float* __restrict__ q, KVLayer kv,
                                                                       AttentionBatch b, AttentionShape sh,
                                                                       int split_len, int n_splits,
@@ -128,8 +145,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
       if (j0 + j < end) {
         const int pj = j0 + j;
         const int64_t slot = int64_t(table[pj / sh.block_size]) * sh.block_size + pj % sh.block_size;
-        kk = kv_elem<I8>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
-        vv = kv_elem<I8>(kv.v, kv.v_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
+        kk = kv_elem<K>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
+        vv = kv_elem<K>(kv.v, kv.v_scale, slot, kv_dim, sh.n_kv_heads, kvh, HD, d);
       }
       ks[j * (HD + 1) + d] = kk;
       vs[j * (HD + 1) + d] = vv;
@@ -176,10 +193,11 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
 
 // Decode with small GQA groups (MHA: every K/V element serves one (query, head) pair, so a
 // shared-memory tile buys nothing): one warp per (row, head, split), no shared K/V. Lane j
-// scores position j of each 32-position step reading its K row with 16-byte loads; lane l
+// scores position j of each 32-position step reading its K row with 16-byte loads (4 floats,
+// 8 halves; int8: 4-byte loads of 4 codes); lane l
 // accumulates output dims l, l+32, ... reading V rows coalesced. Same partials as the tiled
 // kernel, combined by the same kernel.
-template <int NC, bool I8>
+template <int NC, KVKind K>
 __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const float* __restrict__ q, KVLayer kv,
                                                                        AttentionBatch b, AttentionShape sh,
                                                                        int split_len, int n_splits,
@@ -208,7 +226,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     if (j < end) {
       slot = int64_t(table[j / sh.block_size]) * sh.block_size + j % sh.block_size;
       float dot = 0.0f;
-      if constexpr (I8) {   // 4 codes per load; the scale once per position
+      if constexpr (K == KVKind::I8) {   // 4 codes per load; the scale once per position
         const char4* kr = reinterpret_cast<const char4*>(static_cast<const int8_t*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
 #pragma unroll 8
         for (int d4 = 0; d4 < HD / 4; ++d4) {
@@ -217,6 +235,16 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
                  qw[4 * d4 + 3] * float(kk.w);
         }
         dot *= kv.k_scale[slot * sh.n_kv_heads + kvh];
+      } else if constexpr (K == KVKind::F16) {   // 8 halves per load, summed 4 at a time as the f32 path
+        const uint4* kr = reinterpret_cast<const uint4*>(static_cast<const __half*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
+#pragma unroll 4
+        for (int d8 = 0; d8 < HD / 8; ++d8) {
+          float kk[8];
+          unpack_half8(kr[d8], kk);
+          const float* qq = qw + 8 * d8;
+          dot += qq[0] * kk[0] + qq[1] * kk[1] + qq[2] * kk[2] + qq[3] * kk[3];
+          dot += qq[4] * kk[4] + qq[5] * kk[5] + qq[6] * kk[6] + qq[7] * kk[7];
+        }
       } else {
         const float4* kr = reinterpret_cast<const float4*>(static_cast<const float*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
 #pragma unroll 8
@@ -238,11 +266,15 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     for (int jj = 0; jj < n_valid; ++jj) {
       const float w = __shfl_sync(0xffffffffu, pr, jj);
       const int64_t sj = __shfl_sync(0xffffffffu, slot, jj);
-      if constexpr (I8) {
+      if constexpr (K == KVKind::I8) {
         const int8_t* vr = static_cast<const int8_t*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
         const float ws = w * kv.v_scale[sj * sh.n_kv_heads + kvh];
 #pragma unroll
         for (int c = 0; c < NC; ++c) acc[c] += ws * float(vr[lane + 32 * c]);
+      } else if constexpr (K == KVKind::F16) {
+        const __half* vr = static_cast<const __half*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) acc[c] += w * __half2float(vr[lane + 32 * c]);
       } else {
         const float* vr = static_cast<const float*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
 #pragma unroll
@@ -275,7 +307,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ ws, int n_hea
 }
 
 // One block per (row, head): scores of every position in shared memory, softmax, weighted sum.
-template <bool I8>
+template <KVKind K>
 __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, AttentionBatch b, AttentionShape sh,
                                        float* __restrict__ out, float* __restrict__ weights, int first_row,
                                        int n_weight_rows, int weights_stride) {
@@ -294,7 +326,7 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, 
   for (int j = threadIdx.x; j < ctx; j += blockDim.x) {
     const int64_t slot = slot_of(j);
     float s = 0.0f;
-    for (int d = 0; d < hd; ++d) s += qh[d] * kv_elem<I8>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, hd, d);
+    for (int d = 0; d < hd; ++d) s += qh[d] * kv_elem<K>(kv.k, kv.k_scale, slot, kv_dim, sh.n_kv_heads, kvh, hd, d);
     s *= sh.scale;
     sc[j] = s;
     mx = fmaxf(mx, s);
@@ -321,7 +353,7 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, 
   __syncthreads();
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0.0f;
-    for (int j = 0; j < ctx; ++j) o += sc[j] * kv_elem<I8>(kv.v, kv.v_scale, slot_of(j), kv_dim, sh.n_kv_heads, kvh, hd, d);
+    for (int j = 0; j < ctx; ++j) o += sc[j] * kv_elem<K>(kv.v, kv.v_scale, slot_of(j), kv_dim, sh.n_kv_heads, kvh, hd, d);
     out[(int64_t(row) * sh.n_heads + head) * hd + d] = o;
   }
   if (weights && row >= first_row && row < first_row + n_weight_rows) {
@@ -330,26 +362,26 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, 
   }
 }
 
-template <int NC, bool I8>
+template <int NC, KVKind K>
 cudaError_t launch_tiled(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                          const Split& sp, float* ws, cudaStream_t s) {
   constexpr int HD = NC * 32;
   const size_t smem = sizeof(float) * (size_t(kMaxPairs) * HD + 2 * size_t(kTile) * (HD + 1));
-  static const cudaError_t attr = cudaFuncSetAttribute(attention_tiled_kernel<NC, I8>,
+  static const cudaError_t attr = cudaFuncSetAttribute(attention_tiled_kernel<NC, K>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                        static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(b.n_tiles), static_cast<unsigned>(sh.n_kv_heads), static_cast<unsigned>(sp.n));
-  LLMWB_LAUNCH(grid, kWarps * 32, smem, s, attention_tiled_kernel<NC, I8>)(q, kv, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, smem, s, attention_tiled_kernel<NC, K>)(q, kv, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
-template <int NC, bool I8>
+template <int NC, KVKind K>
 cudaError_t launch_decode(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                           const Split& sp, float* ws, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(b.n_rows), static_cast<unsigned>((sh.n_heads + kWarps - 1) / kWarps),
                   static_cast<unsigned>(sp.n));
-  LLMWB_LAUNCH(grid, kWarps * 32, 0, s, attention_decode_kernel<NC, I8>)(q, kv, b, sh, sp.len, sp.n, ws);
+  LLMWB_LAUNCH(grid, kWarps * 32, 0, s, attention_decode_kernel<NC, K>)(q, kv, b, sh, sp.len, sp.n, ws);
   return cudaGetLastError();
 }
 
@@ -393,11 +425,17 @@ cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b
   const bool decode = use_decode_kernel(b, sh);
   const cudaError_t e = with_head_chunks(sh.head_dim / 32, [&](auto nc) {
     constexpr int NC = decltype(nc)::value;
-    if (kv.int8)
-      return decode ? launch_decode<NC, true>(q, kv, b, sh, sp, workspace, s)
-                    : launch_tiled<NC, true>(q, kv, b, sh, sp, workspace, s);
-    return decode ? launch_decode<NC, false>(q, kv, b, sh, sp, workspace, s)
-                  : launch_tiled<NC, false>(q, kv, b, sh, sp, workspace, s);
+    switch (kv.kind) {
+      case KVKind::I8:
+        return decode ? launch_decode<NC, KVKind::I8>(q, kv, b, sh, sp, workspace, s)
+                      : launch_tiled<NC, KVKind::I8>(q, kv, b, sh, sp, workspace, s);
+      case KVKind::F16:
+        return decode ? launch_decode<NC, KVKind::F16>(q, kv, b, sh, sp, workspace, s)
+                      : launch_tiled<NC, KVKind::F16>(q, kv, b, sh, sp, workspace, s);
+      case KVKind::F32: break;
+    }
+    return decode ? launch_decode<NC, KVKind::F32>(q, kv, b, sh, sp, workspace, s)
+                  : launch_tiled<NC, KVKind::F32>(q, kv, b, sh, sp, workspace, s);
   });
   if (e != cudaSuccess) return e;
   LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), static_cast<unsigned>(sh.head_dim), 0, s, attention_combine_kernel)(workspace, sh.n_heads, sh.head_dim, sp.n,
@@ -406,18 +444,18 @@ cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b
 }
 
 namespace {
-template <bool I8>
+template <KVKind K>
 cudaError_t launch_naive(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                          float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
                          cudaStream_t s) {
   const size_t smem = sizeof(float) * static_cast<size_t>(b.max_ctx);
   if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(attention_naive_kernel<I8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const cudaError_t e = cudaFuncSetAttribute(attention_naive_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
   LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), 128, smem, s,
-               attention_naive_kernel<I8>)(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride);
+               attention_naive_kernel<K>)(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride);
   return cudaGetLastError();
 }
 }  // namespace
@@ -426,8 +464,14 @@ cudaError_t attention_naive(const float* q, const KVLayer& kv, const AttentionBa
                             float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
                             cudaStream_t s) {
   if (b.n_rows <= 0) return cudaSuccess;
-  return kv.int8 ? launch_naive<true>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s)
-                 : launch_naive<false>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+  switch (kv.kind) {
+    case KVKind::I8:
+      return launch_naive<KVKind::I8>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+    case KVKind::F16:
+      return launch_naive<KVKind::F16>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+    case KVKind::F32: break;
+  }
+  return launch_naive<KVKind::F32>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
 }
 
 }  // namespace llmwb::cuda

@@ -1,6 +1,8 @@
 // elementwise.cu — the small per-token kernels of the forward pass: embedding gather, RMSNorm
 // (alone and fused with the residual add), RoPE, SwiGLU, residual add, row gather, and the
-// K/V pool writes and block copies. All memory-bound; each is one pass over its data.
+// K/V pool writes (f32 copied, f16 rounded, int8 quantized per token and kv head) and block
+// copies. All memory-bound; each is one pass over its data.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "dequant.cuh"
@@ -111,6 +113,32 @@ __global__ void store_kv_kernel(float* k_pool, float* v_pool, const float* k, co
   }
 }
 
+// The f16 pool's element for x, bit for bit engine/kv's kv_half: saturated to +-65504 with the
+// same comparisons (NaN passes through them), then rounded to nearest even. A NaN gets the CPU's
+// fp32_to_fp16 bits (sign, quiet bit, top payload bits) rather than the hardware's canonical NaN.
+__device__ __forceinline__ unsigned short kv_half_bits(float x) {
+  constexpr float kMax = 65504.0f;   // the largest finite half
+  const float c = x > kMax ? kMax : x < -kMax ? -kMax : x;
+  if (c != c) {
+    const unsigned u = __float_as_uint(c);
+    return static_cast<unsigned short>(((u >> 16) & 0x8000u) | 0x7E00u | (((u & 0x7FFFFFFFu) >> 13) & 0x3FFu));
+  }
+  return __half_as_ushort(__float2half_rn(c));
+}
+
+__global__ void store_kv_f16_kernel(unsigned short* k_pool, unsigned short* v_pool, const float* k, const float* v,
+                                    const int64_t* slots, int kv_dim) {
+  const int r = blockIdx.y;
+  const int64_t slot = slots[r];
+  if (slot < 0) return;
+  unsigned short* kd = k_pool + slot * kv_dim;
+  unsigned short* vd = v_pool + slot * kv_dim;
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < kv_dim; c += gridDim.x * blockDim.x) {
+    kd[c] = kv_half_bits(k[int64_t(r) * kv_dim + c]);
+    vd[c] = kv_half_bits(v[int64_t(r) * kv_dim + c]);
+  }
+}
+
 // One warp per (row, kv head, K or V): scale = |max| / 127 over the head, code = round(x / scale)
 // (ties to even, as the CPU's nearbyint), computed as KVCache::store_int8 does: the same IEEE
 // division and product, so both backends write the same bytes. grid (heads / 4, rows), 8 warps.
@@ -134,7 +162,7 @@ __global__ void store_kv_int8_kernel(int8_t* k_pool, int8_t* v_pool, float* k_sc
     q[i] = static_cast<int8_t>(fminf(fmaxf(rintf(x[i] * inv), -127.0f), 127.0f));
 }
 
-// grid.y = pair, grid.z = layer; T is the element (float, int8 codes or float scales).
+// grid.y = pair, grid.z = layer; T is the element (float, half bits, int8 codes or float scales).
 template <class T>
 __global__ void copy_blocks_kernel(T* k_pool, T* v_pool, int64_t layer_stride, int64_t block_elems, const int* pairs) {
   const int64_t src = int64_t(pairs[2 * blockIdx.y]) * block_elems + blockIdx.z * layer_stride;
@@ -215,11 +243,15 @@ cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float*
   const int64_t elems = pool.elem_offset(layer), scales = pool.scale_offset(layer);
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    if (pool.int8) {
+    if (pool.kind == KVKind::I8) {
       LLMWB_LAUNCH(dim3(static_cast<unsigned>((pool.n_kv_heads + 3) / 4), static_cast<unsigned>(n)), kThreads, 0, s,
                    store_kv_int8_kernel)(static_cast<int8_t*>(pool.k) + elems, static_cast<int8_t*>(pool.v) + elems,
                                          pool.k_scale + scales, pool.v_scale + scales, k + int64_t(r0) * kv_dim,
                                          v + int64_t(r0) * kv_dim, slots + r0, pool.n_kv_heads, pool.head_dim);
+    } else if (pool.kind == KVKind::F16) {
+      LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_f16_kernel)(
+          static_cast<unsigned short*>(pool.k) + elems, static_cast<unsigned short*>(pool.v) + elems,
+          k + int64_t(r0) * kv_dim, v + int64_t(r0) * kv_dim, slots + r0, static_cast<int>(kv_dim));
     } else {
       LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_kernel)(
           static_cast<float*>(pool.k) + elems, static_cast<float*>(pool.v) + elems, k + int64_t(r0) * kv_dim,
@@ -245,9 +277,12 @@ cudaError_t copy_blocks(const KVPool& pool, int n_layers, int block_size, const 
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
   if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
   const int64_t block_elems = block_size * pool.kv_dim();
-  if (!pool.int8)
+  if (pool.kind == KVKind::F32)
     return copy_pool_blocks(static_cast<float*>(pool.k), static_cast<float*>(pool.v), n_layers, pool.elem_offset(1),
                             block_elems, pairs, n_pairs, s);
+  if (pool.kind == KVKind::F16)
+    return copy_pool_blocks(static_cast<unsigned short*>(pool.k), static_cast<unsigned short*>(pool.v), n_layers,
+                            pool.elem_offset(1), block_elems, pairs, n_pairs, s);
   const cudaError_t e = copy_pool_blocks(static_cast<int8_t*>(pool.k), static_cast<int8_t*>(pool.v), n_layers,
                                          pool.elem_offset(1), block_elems, pairs, n_pairs, s);
   if (e != cudaSuccess) return e;

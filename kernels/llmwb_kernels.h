@@ -44,21 +44,26 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s);
 
 // ---- the K/V pool (elementwise.cu writes and copies it; attention.cu reads it) ---------------
-// K and V of every layer, layer-major: [layer][block][slot][kv_dim] elements, f32 or int8 codes.
-// An int8 element is scale * code with one f32 scale per (layer, slot, kv head), the scales
-// [layer][block][slot][n_kv_heads] beside the codes: scale = |max| / 127 over the head's dims,
-// code = round(x / scale) (engine/kv/kv_cache.h's definition, so a slot holds the same bytes on
-// both backends).
+// K and V of every layer, layer-major: [layer][block][slot][kv_dim] elements of one kind
+// (engine/kv/kv_cache.h's layouts, so a slot holds the same bytes on both backends):
+// * F32: floats.
+// * F16: IEEE binary16 bits (2 bytes), kv_half(x): x saturated to [-65504, 65504] (NaN kept),
+//   rounded to nearest even.
+// * I8: int8 codes, an element is scale * code with one f32 scale per (layer, slot, kv head),
+//   the scales [layer][block][slot][n_kv_heads] beside the codes: scale = |max| / 127 over the
+//   head's dims, code = round(x / scale).
+enum class KVKind : uint8_t { F32, F16, I8 };
+inline int kv_elem_bytes(KVKind k) { return k == KVKind::F32 ? 4 : k == KVKind::F16 ? 2 : 1; }
 struct KVPool {
   void* k = nullptr;
   void* v = nullptr;
-  float* k_scale = nullptr;   // int8 only
+  float* k_scale = nullptr;   // I8 only
   float* v_scale = nullptr;
-  bool int8 = false;
+  KVKind kind = KVKind::F32;
   int64_t n_slots = 0;        // num_blocks * block_size (slots of one layer)
   int n_kv_heads = 0, head_dim = 0;
   int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
-  // Where `layer` starts: in elements (codes or floats) and in scales.
+  // Where `layer` starts: in elements (floats, halves or codes) and in scales.
   int64_t elem_offset(int layer) const { return int64_t(layer) * n_slots * kv_dim(); }
   int64_t scale_offset(int layer) const { return int64_t(layer) * n_slots * n_kv_heads; }
 };
@@ -66,21 +71,20 @@ struct KVPool {
 struct KVLayer {
   const void* k = nullptr;
   const void* v = nullptr;
-  const float* k_scale = nullptr;
+  const float* k_scale = nullptr;   // I8 only
   const float* v_scale = nullptr;
-  bool int8 = false;
+  KVKind kind = KVKind::F32;
 };
 inline KVLayer kv_layer(const KVPool& p, int layer) {
-  const int64_t elems = p.elem_offset(layer), scales = p.scale_offset(layer);
-  if (!p.int8)
-    return {static_cast<const float*>(p.k) + elems, static_cast<const float*>(p.v) + elems, nullptr, nullptr, false};
-  return {static_cast<const int8_t*>(p.k) + elems, static_cast<const int8_t*>(p.v) + elems, p.k_scale + scales,
-          p.v_scale + scales, true};
+  const int64_t bytes = p.elem_offset(layer) * kv_elem_bytes(p.kind);
+  const bool i8 = p.kind == KVKind::I8;
+  return {static_cast<const uint8_t*>(p.k) + bytes, static_cast<const uint8_t*>(p.v) + bytes,
+          i8 ? p.k_scale + p.scale_offset(layer) : nullptr, i8 ? p.v_scale + p.scale_offset(layer) : nullptr, p.kind};
 }
 // An f32 layer of K and V (one layer's [slot][kv_dim] floats).
-inline KVLayer kv_f32(const float* k, const float* v) { return {k, v, nullptr, nullptr, false}; }
-// Writes row r of k and v (kv_dim floats each) to slot slots[r] of `layer` (slot < 0: skipped),
-// quantized per kv head in an int8 pool.
+inline KVLayer kv_f32(const float* k, const float* v) { return {k, v, nullptr, nullptr, KVKind::F32}; }
+// Writes row r of k and v (kv_dim floats each) to slot slots[r] of `layer` (slot < 0: skipped):
+// rounded to half in an F16 pool, quantized per kv head in an I8 pool.
 cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float* v, const int64_t* slots, int n_rows,
                      cudaStream_t s);
 // Copies whole blocks (all layers, K and V, and their scales): pairs[2i] -> pairs[2i+1].
@@ -135,8 +139,8 @@ int64_t attention_workspace_floats(const AttentionBatch& b, const AttentionShape
 // out (n_rows x n_heads*head_dim) = causal softmax(q k^T * scale) v over each row's positions
 // 0..pos, K/V read through the block tables (PagedAttention), split over the context when the
 // batch is too small to fill the GPU (flash-decoding), then reduced.
-// An int8 layer is read as scale * code, in the kernels' registers and shared memory (never
-// dequantized in memory).
+// An F16 layer is converted to float, an I8 layer read as scale * code, in the kernels'
+// registers and shared memory (never converted in memory).
 cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                       float* workspace, int num_sms, float* out, cudaStream_t s);
 // The naive kernel (one thread block per (row, head), scores in shared memory): the benchmark

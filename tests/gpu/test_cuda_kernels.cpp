@@ -1,9 +1,15 @@
 // Every CUDA kernel against a CPU reference on fresh random inputs, outputs poisoned with NaN
 // before each run: GEMV and the cuBLAS path for each weight format (against dequantize-then-
 // multiply in double), the element-wise kernels, the K/V pool writes and copies, attention
-// (tiled / split / naive, GQA, paged) against a float64 softmax, and argmax.
+// (tiled / split / naive, GQA, paged) against a float64 softmax, and argmax. The K/V pool is
+// tested in each of its kinds (f32, f16, int8): the bytes equal the CPU KVCache's, and attention
+// over each kind is checked against float64 attention of the values that pool holds.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
 #include <numeric>
+#include <string>
 #include <tuple>
 
 #include "backend/backend.h"
@@ -262,7 +268,7 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
   const std::vector<float> k = random_floats(n * kv_dim, rng), v = random_floats(n * kv_dim, rng);
   const std::vector<int64_t> slots{3, 17, -1, 22};   // -1: skipped
   const DeviceBuffer dkn = to_device(k), dvn = to_device(v), ds = to_device(slots);
-  const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, false, int64_t(num_blocks) * bs, 5, kv_dim / 5};
+  const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, cuda::KVKind::F32, int64_t(num_blocks) * bs, 5, kv_dim / 5};
   LLMWB_CUDA(cuda::store_kv(pool, 1, dkn.as<float>(), dvn.as<float>(), ds.as<int64_t>(), n, nullptr));
   for (int r = 0; r < n; ++r) {
     if (slots[r] < 0) continue;
@@ -301,7 +307,8 @@ TEST(CudaKernels, Int8StoreKvWritesTheCpuCachesCodesAndScales) {
     LLMWB_CUDA(cudaMemset(dv.as(), 0x55, codes));
     LLMWB_CUDA(cudaMemset(dks.as(), 0xFF, dks.bytes()));   // NaN scales: an unwritten slot fails
     LLMWB_CUDA(cudaMemset(dvs.as(), 0xFF, dvs.bytes()));
-    const cuda::KVPool pool{dk.as(), dv.as(), dks.as<float>(), dvs.as<float>(), true, n_slots, n_kv_heads, head_dim};
+    const cuda::KVPool pool{dk.as(), dv.as(), dks.as<float>(), dvs.as<float>(), cuda::KVKind::I8, n_slots, n_kv_heads,
+                            head_dim};
     KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::INT8);
     // Every slot of every layer written, 7 rows per launch; row 0 of each launch has a zero head
     // and a value exactly half a step from two codes.
@@ -338,6 +345,105 @@ TEST(CudaKernels, Int8StoreKvWritesTheCpuCachesCodesAndScales) {
       EXPECT_EQ(bad, 0) << when << ": " << n_kv_heads << " kv heads x " << head_dim;
     };
     check("after store_kv");
+    const std::vector<int> pairs{1, 4, 5, 0};
+    const DeviceBuffer dp = to_device(pairs);
+    LLMWB_CUDA(cuda::copy_blocks(pool, n_layers, bs, dp.as<int>(), 2, nullptr));
+    cpu.copy_block(1, 4);
+    cpu.copy_block(5, 0);
+    check("after copy_blocks");
+  }
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// An f16 pool holds the half bits the CPU's KVCache writes (kv_half: saturate at +-65504, round
+// to nearest even) for the same rows, bit for bit: random values over the whole range (exponents
+// 2^-30 .. 2^17: float values that round to zero, half subnormals, normals, and beyond 65504),
+// and in row 0 of each launch the edge cases: zeros of both signs, rounding ties (to even) among
+// normals and subnormals, the largest half and the values around it that must saturate instead
+// of becoming inf, infinities, NaNs (the CPU's NaN bits, not the hardware's canonical NaN) and a
+// float subnormal. Copies move the halves of every layer.
+TEST(CudaKernels, F16StoreKvWritesTheCpuCachesHalves) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const std::vector<float> edge{0.0f, -0.0f,
+                                1.0f + std::ldexp(1.0f, -11),       // tie: 1 (even)
+                                1.0f + 3 * std::ldexp(1.0f, -11),   // tie: 1 + 2^-9 (even)
+                                -2049.0f, 2051.0f,                  // ties: -2048, 2052
+                                std::ldexp(1.0f, -24), -std::ldexp(1.0f, -24),   // smallest subnormal
+                                std::ldexp(1.0f, -25),                       // tie: 0 (even)
+                                std::ldexp(1.0f, -25) * 1.0000001f,          // above the tie: 2^-24
+                                1.5f * std::ldexp(1.0f, -24),                // tie: 2 * 2^-24
+                                2.5f * std::ldexp(1.0f, -24),                // tie: 2 * 2^-24
+                                -3.0f * std::ldexp(1.0f, -26),               // 0.75 * 2^-24: -2^-24
+                                std::ldexp(1.0f, -14) - std::ldexp(1.0f, -25),   // tie: 2^-14, the smallest normal
+                                1023.0f * std::ldexp(1.0f, -24),             // the largest subnormal
+                                65504.0f, -65504.0f, 65519.0f, 65520.0f, -65520.0f, 70000.0f, 1e30f, -3.4e38f,
+                                INFINITY, -INFINITY, NAN, -NAN, bits_float(0x7FA12345u),   // a signalling NaN
+                                1e-40f, -1e-40f};
+  for (auto [n_kv_heads, head_dim] : {std::pair{3, 16}, std::pair{2, 64}}) {
+    const int n_layers = 3, num_blocks = 6, bs = 4, kv_dim = n_kv_heads * head_dim;
+    ASSERT_GE(kv_dim, int(edge.size()));
+    const int64_t n_slots = int64_t(num_blocks) * bs;
+    const size_t elems = size_t(n_slots) * kv_dim * n_layers;
+    DeviceBuffer dk(2 * elems), dv(2 * elems);
+    LLMWB_CUDA(cudaMemset(dk.as(), 0x55, dk.bytes()));
+    LLMWB_CUDA(cudaMemset(dv.as(), 0x55, dv.bytes()));
+    const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, cuda::KVKind::F16, n_slots, n_kv_heads, head_dim};
+    KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::F16);
+    auto random_value = [&] {
+      const uint32_t sign = uint32_t(rng() & 1) << 31, mant = uint32_t(rng() & 0x7FFFFF);
+      const uint32_t e = uint32_t(127 - 30 + int(rng() % 48));   // 2^-30 .. 2^17
+      return bits_float(sign | (e << 23) | mant);
+    };
+    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    for (int l = 0; l < n_layers; ++l)
+      for (int64_t r0 = 0; r0 < n_slots; r0 += 7) {
+        const int n = int(std::min<int64_t>(7, n_slots - r0));
+        std::vector<float> k(size_t(n) * kv_dim), v(k.size());
+        for (float& x : k) x = random_value();
+        for (float& x : v) x = random_value();
+        std::copy(edge.begin(), edge.end(), k.begin());
+        std::copy(edge.rbegin(), edge.rend(), v.begin());
+        const std::vector<int64_t> rs(slots.begin() + r0, slots.begin() + r0 + n);
+        const DeviceBuffer dkn = to_device(k), dvn = to_device(v), drs = to_device(rs);
+        LLMWB_CUDA(cuda::store_kv(pool, l, dkn.as<float>(), dvn.as<float>(), drs.as<int64_t>(), n, nullptr));
+        for (int r = 0; r < n; ++r) cpu.store(l, rs[size_t(r)], k.data() + size_t(r) * kv_dim, v.data() + size_t(r) * kv_dim);
+      }
+    auto check = [&](const char* when) {
+      const std::vector<uint16_t> gk = to_host<uint16_t>(dk, elems), gv = to_host<uint16_t>(dv, elems);
+      int bad = 0;
+      for (int l = 0; l < n_layers; ++l)
+        for (int64_t slot = 0; slot < n_slots; ++slot) {
+          const size_t e = (size_t(l) * n_slots + size_t(slot)) * kv_dim;
+          for (int i = 0; i < kv_dim; ++i) {
+            const bool kb = gk[e + size_t(i)] != cpu.k16(l, slot)[i], vb = gv[e + size_t(i)] != cpu.v16(l, slot)[i];
+            if ((kb || vb) && bad < 10)
+              ADD_FAILURE() << when << ": layer " << l << " slot " << slot << " element " << i << ": K " << std::hex
+                            << gk[e + size_t(i)] << " vs " << cpu.k16(l, slot)[i] << ", V " << gv[e + size_t(i)]
+                            << " vs " << cpu.v16(l, slot)[i] << std::dec;
+            bad += kb + vb;
+          }
+        }
+      EXPECT_EQ(bad, 0) << when << ": " << n_kv_heads << " kv heads x " << head_dim;
+    };
+    check("after store_kv");
+    // The edge cases mean what they should (the CPU's own bits, checked independently).
+    const int64_t s0 = slots[0];
+    const uint16_t* h = cpu.k16(0, s0);
+    const std::vector<uint16_t> want{0x0000, 0x8000, 0x3C00, 0x3C02, 0xE800, 0x6802, 0x0001, 0x8001, 0x0000, 0x0001,
+                                     0x0002, 0x0002, 0x8001, 0x0400, 0x03FF, 0x7BFF, 0xFBFF, 0x7BFF, 0x7BFF, 0xFBFF,
+                                     0x7BFF, 0x7BFF, 0xFBFF, 0x7BFF, 0xFBFF};
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(h[i], want[i]) << "edge value " << i << " (" << edge[i] << ")";
+    for (size_t i = want.size(); i < want.size() + 3; ++i) EXPECT_TRUE((h[i] & 0x7C00) == 0x7C00 && (h[i] & 0x3FF)) << "NaN " << i;
+    EXPECT_EQ(h[want.size() + 3], 0x0000) << "a float subnormal rounds to +0";
+    EXPECT_EQ(h[want.size() + 4], 0x8000) << "and to -0";
     const std::vector<int> pairs{1, 4, 5, 0};
     const DeviceBuffer dp = to_device(pairs);
     LLMWB_CUDA(cuda::copy_blocks(pool, n_layers, bs, dp.as<int>(), 2, nullptr));
@@ -501,9 +607,30 @@ Int8Pool quantize_pool(const AttnCase& ac, const AttnFixture& f) {
   return p;
 }
 
-// Every kernel (tiled, split, decode, naive with the heatmap's weights) over an f32 pool and over
-// an int8 pool, against float64 softmax attention of the values the pool holds (for int8: the
-// dequantized codes, KVCache::load): the kernels add only float rounding, never the quantization.
+// An f16 pool of the fixture's K and V as the CPU's KVCache rounds them (kv_half), and the
+// fixture with K and V replaced by the halves' values (KVCache::load).
+struct HalfPool {
+  std::vector<uint16_t> k, v;
+  AttnFixture rounded;
+};
+HalfPool round_pool(const AttnCase& ac, const AttnFixture& f) {
+  KVCache cache(1, f.num_blocks, f.bs, ac.n_kv_heads, ac.head_dim, KVDType::F16);
+  const size_t kv_dim = size_t(ac.n_kv_heads) * ac.head_dim, n_slots = size_t(f.num_blocks) * f.bs;
+  HalfPool p{{}, {}, f};
+  for (size_t slot = 0; slot < n_slots; ++slot) {
+    cache.store(0, int64_t(slot), f.k.data() + slot * kv_dim, f.v.data() + slot * kv_dim);
+    cache.load(0, int64_t(slot), p.rounded.k.data() + slot * kv_dim, p.rounded.v.data() + slot * kv_dim);
+    p.k.insert(p.k.end(), cache.k16(0, int64_t(slot)), cache.k16(0, int64_t(slot)) + kv_dim);
+    p.v.insert(p.v.end(), cache.v16(0, int64_t(slot)), cache.v16(0, int64_t(slot)) + kv_dim);
+  }
+  return p;
+}
+
+// Every kernel (tiled, split, decode, naive with the heatmap's weights) over an f32, an f16 and
+// an int8 pool, against float64 softmax attention of the values the pool holds (f16: the halves'
+// values; int8: the dequantized codes; KVCache::load): the kernels add only float rounding, never
+// the pool's. An f16 pool's outputs and weights are moreover the bits of the same kernels over an
+// f32 pool holding the halves' values (the f16 paths convert and then do the f32 arithmetic).
 TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
   LLMWB_REQUIRE_GPU();
   std::mt19937_64 rng(std::random_device{}());
@@ -511,10 +638,15 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
   // kernel).
   const std::vector<AttnCase> cases{{8, 8, 64},  {8, 2, 128}, {32, 4, 64}, {4, 1, 256},
                                     {16, 1, 32}, {8, 8, 8},   {16, 8, 128}, {4, 4, 256}};
+  std::map<std::string, double> worst;         // kernels vs float64 of the pool's values, per pool kind
+  std::map<std::string, double> pool_effect;   // float64 over the pool's values vs over the f32 K/V
   for (const AttnCase& ac : cases) {
     for (const auto* batch : {&kMixedBatch, &kDecodeBatch}) {
       const AttnFixture f = make_attention(ac, *batch, rng);
       const Int8Pool p8 = quantize_pool(ac, f);
+      const HalfPool p16 = round_pool(ac, f);
+      const DeviceBuffer dk16 = to_device(p16.k), dv16 = to_device(p16.v), dkr = to_device(p16.rounded.k),
+                         dvr = to_device(p16.rounded.v);
       const DeviceBuffer dk = to_device(f.k), dv = to_device(f.v), dk8 = to_device(p8.k), dv8 = to_device(p8.v),
                          dks = to_device(p8.k_scale), dvs = to_device(p8.v_scale), dq = to_device(f.q),
                          dpos = to_device(f.row_pos), dseq = to_device(f.row_seq), dst = to_device(f.seq_table),
@@ -532,46 +664,86 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
       cuda::AttentionShape sh{ac.n_heads, ac.n_kv_heads, ac.head_dim, f.bs, 1.0f / std::sqrt(float(ac.head_dim))};
       const size_t n_out = size_t(f.n_rows) * ac.n_heads * ac.head_dim;
       const cuda::KVLayer f32 = cuda::kv_f32(dk.as<float>(), dv.as<float>());
-      const cuda::KVLayer int8{dk8.as(), dv8.as(), dks.as<float>(), dvs.as<float>(), true};
-      for (const auto& [kv, fix, tag] : {std::tuple{f32, &f, "f32"}, std::tuple{int8, &p8.dequantized, "int8"}}) {
+      const cuda::KVLayer int8{dk8.as(), dv8.as(), dks.as<float>(), dvs.as<float>(), cuda::KVKind::I8};
+      const cuda::KVLayer f16{dk16.as(), dv16.as(), nullptr, nullptr, cuda::KVKind::F16};
+      const cuda::KVLayer f32_rounded = cuda::kv_f32(dkr.as<float>(), dvr.as<float>());
+      // The last sequence's rows have their weights recorded by the naive kernel.
+      int first = 0;
+      for (size_t s = 0; s < 4; ++s) first += f.seqs[s].n_tokens;
+      const int nw = f.seqs[4].n_tokens, stride = f.seqs[4].start_pos + nw;
+      const size_t n_weights = size_t(nw) * ac.n_heads * stride;
+      // Every kernel's outputs over one pool: attention at each of `sms_list` (num_sms 1: one
+      // split; 132, an H200, and 4096 split long contexts several ways), then the naive kernel's
+      // output and weights.
+      auto run_all = [&](const cuda::KVLayer& kv, std::initializer_list<int> sms_list) {
+        std::vector<std::vector<float>> got;
+        for (int sms : sms_list) {
+          DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, cuda::attention_workspace_floats(b, sh, sms))));
+          LLMWB_CUDA(cudaMemset(ws.as(), 0xFF, ws.bytes()));
+          DeviceBuffer out = poisoned(n_out);
+          LLMWB_CUDA(cuda::attention(dq.as<float>(), kv, b, sh, ws.as<float>(), sms, out.as<float>(), nullptr));
+          got.push_back(to_host<float>(out, n_out));
+        }
+        DeviceBuffer weights = poisoned(n_weights);
+        DeviceBuffer out = poisoned(n_out);
+        LLMWB_CUDA(cuda::attention_naive(dq.as<float>(), kv, b, sh, out.as<float>(), weights.as<float>(), first, nw, stride,
+                                         nullptr));
+        got.push_back(to_host<float>(out, n_out));
+        got.push_back(to_host<float>(weights, n_weights));
+        return got;
+      };
+      for (const auto& [kv, fix, tag] : {std::tuple{f32, &f, "f32"}, std::tuple{f16, &p16.rounded, "f16"},
+                                         std::tuple{int8, &p8.dequantized, "int8"}}) {
         const std::string where = std::to_string(ac.n_heads) + "/" + std::to_string(ac.n_kv_heads) + " heads, head_dim " +
                                   std::to_string(ac.head_dim) + ", " + tag + " K/V, " +
                                   (batch == &kDecodeBatch ? "decode batch" : "mixed batch");
         std::vector<std::vector<double>> wref;
         const std::vector<double> ref = reference_attention(ac, *fix, &wref);
-        // num_sms 1 gives one split; 132 (an H200) and 4096 split long contexts several ways.
-        for (int sms : {1, 132, 4096}) {
-          DeviceBuffer ws(sizeof(float) * size_t(std::max<int64_t>(1, cuda::attention_workspace_floats(b, sh, sms))));
-          LLMWB_CUDA(cudaMemset(ws.as(), 0xFF, ws.bytes()));
-          DeviceBuffer out = poisoned(n_out);
-          LLMWB_CUDA(cuda::attention(dq.as<float>(), kv, b, sh, ws.as<float>(), sms, out.as<float>(), nullptr));
-          EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << where << ", sms " << sms;
+        const std::vector<std::vector<float>> got = run_all(kv, {1, 132, 4096});
+        const int sms[] = {1, 132, 4096};
+        double& w_err = worst[tag];
+        for (int i = 0; i < 3; ++i) {
+          const double e = rel_error(got[size_t(i)], ref);
+          w_err = std::max(w_err, e);
+          EXPECT_LT(e, 1e-5) << where << ", sms " << sms[i];
         }
-        // The naive kernel, recording the weights of the last sequence's rows.
-        int first = 0;
-        for (size_t s = 0; s < 4; ++s) first += f.seqs[s].n_tokens;
-        const int nw = f.seqs[4].n_tokens, stride = f.seqs[4].start_pos + nw;
-        DeviceBuffer weights = poisoned(size_t(nw) * ac.n_heads * stride);
-        DeviceBuffer out = poisoned(n_out);
-        LLMWB_CUDA(cuda::attention_naive(dq.as<float>(), kv, b, sh, out.as<float>(), weights.as<float>(), first, nw, stride,
-                                         nullptr));
-        EXPECT_LT(rel_error(to_host<float>(out, n_out), ref), 1e-5) << "naive, " << where;
-        const std::vector<float> w = to_host<float>(weights, size_t(nw) * ac.n_heads * stride);
+        w_err = std::max(w_err, rel_error(got[3], ref));
+        EXPECT_LT(rel_error(got[3], ref), 1e-5) << "naive, " << where;
+        const std::vector<float>& w = got[4];
         for (int i = 0; i < nw; ++i)
           for (int h = 0; h < ac.n_heads; ++h) {
             const std::vector<double>& rw = wref[size_t(first + i) * ac.n_heads + h];
-            const std::vector<float> got(w.begin() + (size_t(i) * ac.n_heads + h) * stride,
-                                         w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
-            ASSERT_LT(rel_error(got, rw), 1e-5) << "weights row " << i << " head " << h << ", " << where;
+            const std::vector<float> gw(w.begin() + (size_t(i) * ac.n_heads + h) * stride,
+                                        w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
+            ASSERT_LT(rel_error(gw, rw), 1e-5) << "weights row " << i << " head " << h << ", " << where;
           }
+        if (kv.kind == cuda::KVKind::F16) {   // at 132 SMs (tiled or decode kernel, split) and naive
+          const std::vector<std::vector<float>> as_f32 = run_all(f32_rounded, {132});
+          const std::vector<float>* mine[] = {&got[1], &got[3], &got[4]};
+          for (size_t i = 0; i < 3; ++i)
+            EXPECT_EQ(0, std::memcmp(mine[i]->data(), as_f32[i].data(), sizeof(float) * as_f32[i].size()))
+                << "f16 pool vs f32 pool of the same values, " << (i == 0 ? "attention" : i == 1 ? "naive" : "weights")
+                << ", " << where;
+        }
       }
       // The quantization itself is visible: int8 K/V move the output away from the f32 answer.
       const std::vector<double> exact = reference_attention(ac, f), quant = reference_attention(ac, p8.dequantized);
       std::vector<float> qf(quant.begin(), quant.end());
       EXPECT_GT(rel_error(qf, exact), 1e-5);
       EXPECT_LT(rel_error(qf, exact), 2e-2);
+      pool_effect["int8"] = std::max(pool_effect["int8"], rel_error(qf, exact));
+      // So is f16's rounding, about 2^-12 of each element, a sixteenth of int8's at these sizes.
+      const std::vector<double> half = reference_attention(ac, p16.rounded);
+      const std::vector<float> hf(half.begin(), half.end());
+      EXPECT_GT(rel_error(hf, exact), 1e-5);
+      EXPECT_LT(rel_error(hf, exact), 2e-3);
+      pool_effect["f16"] = std::max(pool_effect["f16"], rel_error(hf, exact));
     }
   }
+  for (const auto& [tag, e] : worst)
+    std::printf("%s pool: kernels vs float64 attention of its values, worst relative error %.3g\n", tag.c_str(), e);
+  for (const auto& [tag, e] : pool_effect)
+    std::printf("%s pool: its rounding moves float64 attention by at most %.3g (relative)\n", tag.c_str(), e);
 }
 
 }  // namespace

@@ -162,17 +162,23 @@ void CudaModel::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
   graphs_.clear();   // they hold the old pool's addresses and layer stride
   num_blocks_ = num_blocks;
   block_size_ = block_size;
-  const bool int8 = dtype == KVDType::INT8;
+  KVKind kind = KVKind::F32;
+  switch (dtype) {
+    case KVDType::F32: kind = KVKind::F32; break;
+    case KVDType::F16: kind = KVKind::F16; break;
+    case KVDType::INT8: kind = KVKind::I8; break;
+    default: throw Error("cuda", "KV cache type " + std::to_string(int(dtype)) + " has no CUDA pool");
+  }
   const size_t slots = size_t(num_blocks) * size_t(block_size) * size_t(c_.n_layers);
-  const size_t bytes = (int8 ? 1 : sizeof(float)) * slots * size_t(c_.n_kv_heads) * size_t(c_.head_dim);
+  const size_t bytes = size_t(kv_elem_bytes(kind)) * slots * size_t(c_.n_kv_heads) * size_t(c_.head_dim);
   for (DeviceBuffer* b : {&k_pool_, &v_pool_, &k_scale_, &v_scale_}) b->reset();
   k_pool_.grow(bytes);
   v_pool_.grow(bytes);
-  if (int8) {
+  if (kind == KVKind::I8) {
     k_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
     v_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
   }
-  pool_ = KVPool{k_pool_.as(), v_pool_.as(), k_scale_.as<float>(), v_scale_.as<float>(), int8,
+  pool_ = KVPool{k_pool_.as(), v_pool_.as(), k_scale_.as<float>(), v_scale_.as<float>(), kind,
                  int64_t(num_blocks) * block_size, c_.n_kv_heads, c_.head_dim};
 }
 

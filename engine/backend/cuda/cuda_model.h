@@ -93,8 +93,8 @@ class CudaModel final : public DeviceModel {
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
   const double* inv_freq_ = nullptr;
-  // KV pool: [layer][block][slot][kv_dim] f32 or int8 codes, K and V; int8: the scales
-  // [layer][block][slot][n_kv_heads] (llmwb_kernels.h KVPool).
+  // KV pool: [layer][block][slot][kv_dim] f32, f16 (half bits) or int8 codes, K and V; int8:
+  // the scales [layer][block][slot][n_kv_heads] (llmwb_kernels.h KVPool).
   DeviceBuffer k_pool_, v_pool_, k_scale_, v_scale_;
   KVPool pool_;
   int num_blocks_ = 0, block_size_ = 0;

@@ -189,14 +189,28 @@ std::vector<BenchFigure> run_gpu_bench(bool quick) {
         for (auto [tag, ms] : {std::pair<const char*, double>{"tiled", tiled}, {"naive", naive}})
           out.push_back({std::string("attention_") + c.name + "_" + tag, bytes / (ms * 1e-3) / 1e9, "GB/s", ms,
                          shape("%.0f sequences x %.0f context, 32 heads x 128, f32 K/V bytes read per second", c.seqs, c.ctx)});
-        // The same decode over an int8 pool (--kv-dtype int8): the same K/V quantized by store_kv.
+        // The same decode over an f16 and an int8 pool (--kv-dtype f16 / int8): the same K/V
+        // rounded or quantized by store_kv.
         const int64_t n_slots = int64_t(num_blocks) * bs;
-        DeviceBuffer k8(size_t(n_slots * kv_dim)), v8(k8.bytes()), ks(sizeof(float) * size_t(n_slots) * heads), vs(ks.bytes());
-        const KVPool pool8{k8.as(), v8.as(), ks.as<float>(), vs.as<float>(), true, n_slots, heads, hd};
         std::vector<int64_t> all(static_cast<size_t>(n_slots));
         for (int64_t i = 0; i < n_slots; ++i) all[size_t(i)] = i;
         DeviceBuffer dall(sizeof(int64_t) * all.size());
         LLMWB_CUDA(cudaMemcpy(dall.as(), all.data(), dall.bytes(), cudaMemcpyHostToDevice));
+        {
+          DeviceBuffer k16(2 * size_t(n_slots * kv_dim)), v16(k16.bytes());
+          const KVPool pool16{k16.as(), v16.as(), nullptr, nullptr, KVKind::F16, n_slots, heads, hd};
+          LLMWB_CUDA(store_kv(pool16, 0, k.as<float>(), v.as<float>(), dall.as<int64_t>(), int(n_slots), s));
+          const double f16 = time_ms(s, reps, [&] {
+            LLMWB_CUDA(attention(q.as<float>(), kv_layer(pool16, 0), b, sh, ws.as<float>(), prop.multiProcessorCount,
+                                 o.as<float>(), s));
+          });
+          const double bytes16 = bytes / 2;
+          out.push_back({std::string("attention_") + c.name + "_tiled_f16kv", bytes16 / (f16 * 1e-3) / 1e9, "GB/s", f16,
+                         shape("%.0f sequences x %.0f context, 32 heads x 128, f16 K/V bytes read per second", c.seqs,
+                               c.ctx)});
+        }
+        DeviceBuffer k8(size_t(n_slots * kv_dim)), v8(k8.bytes()), ks(sizeof(float) * size_t(n_slots) * heads), vs(ks.bytes());
+        const KVPool pool8{k8.as(), v8.as(), ks.as<float>(), vs.as<float>(), KVKind::I8, n_slots, heads, hd};
         LLMWB_CUDA(store_kv(pool8, 0, k.as<float>(), v.as<float>(), dall.as<int64_t>(), int(n_slots), s));
         const double int8 = time_ms(s, reps, [&] {
           LLMWB_CUDA(attention(q.as<float>(), kv_layer(pool8, 0), b, sh, ws.as<float>(), prop.multiProcessorCount,

@@ -1,7 +1,8 @@
 // gpu_bench.h — the GPU's ceilings and the kernels' speed against them (llmwb-cli gpu-bench):
 // device copy bandwidth and cuBLAS bf16 GEMM rate, the GEMV per weight format (decode's
 // matrix products: bytes of weights per second against the copy bandwidth), and the attention
-// kernels against the naive one on Llama-2-7B's attention shape. Every input is random (never
+// kernels against the naive one on Llama-2-7B's attention shape (decode also over f16 and int8
+// K/V pools: `attention_*_tiled_f16kv` / `_int8kv`). Every input is random (never
 // zeros), every figure is the median of several CUDA-event-timed repetitions after a warm-up.
 #pragma once
 
