@@ -57,13 +57,6 @@ void attend_head_i8(const float* q, const int8_t* const* krows, const float* ksc
       [&](float* o, float w, int j) { axpy_i8(o, w * vscale[j], vrows[j], hd); });
 }
 
-void attend_head_f16(const float* q, const uint16_t* const* krows, const uint16_t* const* vrows, int ctx, int hd,
-                     float scale, float* probs, float* out) {
-  attend_loop(
-      ctx, hd, probs, out, [&](int j) { return dot_f32_f16(q, krows[j], hd) * scale; },
-      [&](float* o, float w, int j) { axpy_f16(o, w, vrows[j], hd); });
-}
-
 void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
                  float* probs, float* out) {
 #if defined(__x86_64__)

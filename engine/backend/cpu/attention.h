@@ -36,10 +36,6 @@ void attend_queries(int n, const float* const* q, const int* ctx, const float* c
 // is the portable loop's.
 void attend_head_i8(const float* q, const int8_t* const* krows, const float* kscale, const int8_t* const* vrows,
                     const float* vscale, int ctx, int hd, float scale, float* probs, float* out);
-// The same over an f16 KV cache (--kv-dtype f16): rows of IEEE half bits, converted in
-// registers (cpu::dot_f32_f16 / cpu::axpy_f16), the portable loop's order.
-void attend_head_f16(const float* q, const uint16_t* const* krows, const uint16_t* const* vrows, int ctx, int hd,
-                     float scale, float* probs, float* out);
 
 namespace kernels {
 // The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.

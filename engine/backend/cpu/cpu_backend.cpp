@@ -18,7 +18,7 @@ CpuBackend::CpuBackend(int n_threads)
       kv_rows_(static_cast<size_t>(pool_.size())),
       kv_rows8_(static_cast<size_t>(pool_.size())),
       kv_scales_(static_cast<size_t>(pool_.size())),
-      kv_rows16_(static_cast<size_t>(pool_.size())) {}
+      kv_f16_rows_(static_cast<size_t>(pool_.size())) {}
 
 std::string CpuBackend::name() const {
   const int n = pool_.size();
@@ -174,7 +174,7 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // K and V of positions 0..pos through its sequence's block table, so the cache never needs to
 // be contiguous. Tasks are handed out on demand (an atomic counter, last tiles first), so that the
 // long rows of a causal prefill spread over threads and a descheduled thread holds no share. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per query,
-// or cpu::attend_head_i8 / attend_head_f16 over an int8 / f16 cache) depends only on its own token (q row, positions
+// or cpu::attend_head_i8 over an int8 cache; an f16 cache's rows are converted to f32 first) depends only on its own token (q row, positions
 // 0..pos), never on the rest of the batch, the queries it is tiled with or the thread that
 // runs it, so attention is batch-invariant.
 namespace {
@@ -186,10 +186,10 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
   const int q_dim = p.n_heads * hd;
   const bool int8 = cache.dtype() == KVDType::INT8, f16 = cache.dtype() == KVDType::F16;
-  // hg consecutive query heads sharing a KV head, for tq consecutive tokens (the int8 and f16
-  // caches' portable loop gains nothing from tiling tokens).
+  // hg consecutive query heads sharing a KV head, for tq consecutive tokens (the int8 cache's
+  // portable loop gains nothing from tiling tokens).
   const int hg = group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-  const int tq = int8 || f16 ? 1 : kMaxTileQueries / hg;
+  const int tq = int8 ? 1 : kMaxTileQueries / hg;
   const int n_groups = p.n_heads / hg;
   int max_ctx = 0;
   const ForwardSeq* rec_seq = nullptr;
@@ -230,10 +230,9 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     const int8_t** vrows8 = krows8 + (int8 ? max_ctx : 0);
     float* kscale = scales.data();
     float* vscale = kscale + (int8 ? max_ctx : 0);
-    std::vector<const uint16_t*>& rows16 = kv_rows16_[static_cast<size_t>(ith)];
-    if (f16 && rows16.size() < 2 * static_cast<size_t>(max_ctx)) rows16.resize(2 * static_cast<size_t>(max_ctx));
-    const uint16_t** krows16 = rows16.data();
-    const uint16_t** vrows16 = krows16 + (f16 ? max_ctx : 0);
+    // f16 cache: the head's K then V rows converted to f32 (exactly), which the f32 kernels read
+    std::vector<float>& conv = kv_f16_rows_[static_cast<size_t>(ith)];
+    if (f16 && conv.size() < 2 * static_cast<size_t>(max_ctx) * hd) conv.resize(2 * static_cast<size_t>(max_ctx) * hd);
     int rows_seq = -1, rows_ctx = 0, rows_kvh = -1;   // the row arrays hold keys [0, rows_ctx) of this
     for (int64_t t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
          t = next_task.fetch_add(1, std::memory_order_relaxed)) {
@@ -249,9 +248,11 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
       const std::vector<int>& table = *fs.block_table;
       // The K/V rows of positions 0..ctx_max - 1, walked block by block (no division per key).
       // A thread's consecutive tasks are head groups of the same tile, so the arrays are
-      // rebuilt only when the sequence, the KV head or the length changes (a 512-token
-      // prefill spent ~2 % of its time here, rebuilding them for every head).
-      if (tile.seq != rows_seq || kvh != rows_kvh || ctx_max != rows_ctx) {
+      // rebuilt only when the sequence or the KV head changes or the context grows: rows
+      // built for a longer context of the same head serve a shorter one, as tiles come last
+      // first (a 512-token prefill spent ~2 % of its time here, rebuilding them for every
+      // head; an f16 cache converts its rows here).
+      if (tile.seq != rows_seq || kvh != rows_kvh || ctx_max > rows_ctx) {
         // A block's rows of one layer are consecutive (kv_dim apart): its first slot's address
         // once, then steps.
         const int64_t kv_dim = cache.kv_dim();
@@ -270,8 +271,12 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
             const uint16_t* kb = cache.k16(layer, base) + kv_off;
             const uint16_t* vb = cache.v16(layer, base) + kv_off;
             for (int i = 0; i < n; ++i, ++j) {
-              krows16[j] = kb + i * kv_dim;
-              vrows16[j] = vb + i * kv_dim;
+              float* kf = conv.data() + int64_t(j) * hd;
+              float* vf = conv.data() + (int64_t(max_ctx) + j) * hd;
+              cpu::f16_to_f32(kb + i * kv_dim, kf, hd);
+              cpu::f16_to_f32(vb + i * kv_dim, vf, hd);
+              krows[j] = kf;
+              vrows[j] = vf;
             }
           } else {
             const float* kb = cache.k(layer, base) + kv_off;
@@ -303,8 +308,6 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
       if (int8) {
         for (int i = 0; i < nq; ++i)
           cpu::attend_head_i8(qh[i], krows8, kscale, vrows8, vscale, ctx[i], hd, p.scale, ph[i], oh[i]);
-      } else if (f16) {
-        for (int i = 0; i < nq; ++i) cpu::attend_head_f16(qh[i], krows16, vrows16, ctx[i], hd, p.scale, ph[i], oh[i]);
       } else {
         // The weights are written out only for the sequence whose heatmap is captured.
         cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, rec_seq == &fs ? ph : nullptr, oh);

@@ -70,98 +70,36 @@ LLMWB_OPS_CLONES void axpy_i8(float* y, float a, const int8_t* x, int64_t n) {
 
 namespace {
 
-float sum_lanes(const float* s, const float* a, const uint16_t* b, int64_t i, int64_t n) {
-  float total = 0.0f;
-  for (int j = 0; j < kLanes; ++j) total += s[j];
-  for (; i < n; ++i) total += a[i] * fp16_to_fp32(b[i]);
-  return total;
-}
-
-float dot_f32_f16_scalar(const float* a, const uint16_t* b, int64_t n) {
-  float s[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) s[j] += a[i + j] * fp16_to_fp32(b[i + j]);
-  }
-  return sum_lanes(s, a, b, i, n);
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"   // GCC bug 105593, as in matmul_avx512.cpp
-__attribute__((target("avx512f,avx2,fma,f16c"))) float dot_f32_f16_avx512(const float* a, const uint16_t* b,
-                                                                          int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
+__attribute__((target("avx512f,avx2,f16c"))) void f16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), x, acc);
-  }
-  alignas(64) float s[kLanes];
-  _mm512_store_ps(s, acc);
-  return sum_lanes(s, a, b, i, n);
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 
-__attribute__((target("avx2,fma,f16c"))) float dot_f32_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();   // lanes 0..7 and 8..15
+__attribute__((target("avx2,f16c"))) void f16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m256 xl = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
-    const __m256 xh = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
-    lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), xl, lo);
-    hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), xh, hi);
-  }
-  alignas(32) float s[kLanes];
-  _mm256_store_ps(s, lo);
-  _mm256_store_ps(s + 8, hi);
-  return sum_lanes(s, a, b, i, n);
-}
-
-__attribute__((target("avx512f,avx2,fma,f16c"))) void axpy_f16_avx512(float* y, float a, const uint16_t* x,
-                                                                     int64_t n) {
-  const __m512 va = _mm512_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, v, _mm512_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
-}
-
-__attribute__((target("avx2,fma,f16c"))) void axpy_f16_avx2(float* y, float a, const uint16_t* x, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, v, _mm256_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 #pragma GCC diagnostic pop
 #endif
 
 }  // namespace
 
-float dot_f32_f16(const float* a, const uint16_t* b, int64_t n) {
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (simd_level()) {
-    case SimdLevel::Avx512: return dot_f32_f16_avx512(a, b, n);
-    case SimdLevel::Avx2: return dot_f32_f16_avx2(a, b, n);
+    case SimdLevel::Avx512: f16_to_f32_avx512(src, dst, n); return;
+    case SimdLevel::Avx2: f16_to_f32_avx2(src, dst, n); return;
     case SimdLevel::Scalar: break;
   }
 #endif
-  return dot_f32_f16_scalar(a, b, n);
-}
-
-void axpy_f16(float* y, float a, const uint16_t* x, int64_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  switch (simd_level()) {
-    case SimdLevel::Avx512: axpy_f16_avx512(y, a, x, n); return;
-    case SimdLevel::Avx2: axpy_f16_avx2(y, a, x, n); return;
-    case SimdLevel::Scalar: break;
-  }
-#endif
-  for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 
 LLMWB_OPS_CLONES void add_inplace(float* y, const float* x, int64_t n) {

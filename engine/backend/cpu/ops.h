@@ -30,12 +30,10 @@ void axpy(float* y, float a, const float* x, int64_t n);
 float dot_f32_i8(const float* a, const int8_t* b, int64_t n);
 // y[i] += a * x[i] over int8 x (a already holds x's scale).
 void axpy_i8(float* y, float a, const int8_t* x, int64_t n);
-// The f16 KV cache's reads (IEEE half bits, converted in registers: vcvtph2ps at the AVX2 and
-// AVX-512 levels, the exact scalar conversion otherwise). The products accumulate in 16 lanes
-// (lane j takes elements j, j + 16, ...), summed lane by lane, then the tail: dot_f32's order.
-float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
-// y[i] += a * x[i] over f16 x.
-void axpy_f16(float* y, float a, const uint16_t* x, int64_t n);
+// dst[i] = the IEEE half src[i] as float (exact): vcvtph2ps at the AVX2 (F16C) and AVX-512
+// levels, fp16_to_fp32 otherwise. The f16 KV cache's rows go through it into the attention
+// kernels' f32 scratch.
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n);
 
 namespace kernels {
 void silu_mul_avx512(float* gate, const float* up, int64_t n);   // silu_avx512.cpp
