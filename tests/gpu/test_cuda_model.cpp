@@ -1,7 +1,10 @@
 // The CUDA runner end to end: logits against the CPU forward pass on random models of every
-// weight format (prefill through cuBLAS, decode through the GEMV, GQA, paged K/V), stories260K's
-// published greedy text through --backend cuda, and the engine's scheduler on CUDA (batched ==
-// sequential, copy-on-write through parallel samples, block accounting, attention capture).
+// weight format (prefill through cuBLAS, decode through the GEMV, GQA, paged K/V) and with f16
+// and int8 K/V pools on both backends, stories260K's published greedy text through --backend
+// cuda, and the engine's scheduler on CUDA (batched == sequential, copy-on-write through
+// parallel samples, prefix caching, with f32, f16 and int8 K/V; block accounting, attention
+// capture).
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -95,6 +98,28 @@ TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
   EXPECT_LT(max_logits_error(make_random_model(DType::F32, 256, 384, 4, 4, 300, 8)), 1e-4);
 }
 
+// The logits of one 24-token prefill on the CUDA backend with a `kv_dtype` pool against an f32
+// pool (relative error): how far the pool's rounding moves them.
+double pool_vs_f32_logits(const std::string& path, KVDType kv_dtype) {
+  auto file = load_model_file(path);
+  const LlamaWeights w = LlamaWeights::bind(*file);
+  cuda::CudaModel f32(file->config, w), other(file->config, w);
+  f32.allocate_kv(4, 16, KVDType::F32);
+  other.allocate_kv(4, 16, kv_dtype);
+  const std::vector<int> table{2, 0};
+  ForwardBatch b;
+  ForwardSeq fs;
+  fs.n_tokens = 24;
+  fs.block_table = &table;
+  fs.logits_row = b.num_logit_rows++;
+  for (int i = 0; i < 24; ++i) b.tokens.push_back((i * 53 + 5) % file->config.vocab_size);
+  b.seqs.push_back(fs);
+  std::vector<float> lf(size_t(file->config.vocab_size), NAN), lo(lf.size(), NAN);
+  f32.forward(b, lf.data(), -1, nullptr);
+  other.forward(b, lo.data(), -1, nullptr);
+  return rel_error(lo, lf);
+}
+
 // --kv-dtype int8: both backends quantize each (slot, kv head) the same way (the kernels' test
 // checks the bytes for the same input). Here K and V themselves come from two forward passes
 // that agree to ~1e-7, so now and then an element lies on a rounding boundary and its code
@@ -106,25 +131,30 @@ TEST(CudaModel, Int8KvLogitsMatchTheCpusInt8Kv) {
   for (auto [heads, kv_heads] : {std::pair{8, 2}, std::pair{4, 4}}) {   // the tiled kernel; MHA decode kernel
     const std::string m = make_random_model(DType::F32, 256, 512, heads, kv_heads, 700, 9);
     EXPECT_LT(max_logits_error(m, KVDType::INT8), 3e-3) << heads << "/" << kv_heads << " heads";
-    auto file = load_model_file(m);
-    const LlamaWeights w = LlamaWeights::bind(*file);
-    cuda::CudaModel f32(file->config, w), int8(file->config, w);
-    f32.allocate_kv(4, 16, KVDType::F32);
-    int8.allocate_kv(4, 16, KVDType::INT8);
-    const std::vector<int> table{2, 0};
-    ForwardBatch b;
-    ForwardSeq fs;
-    fs.n_tokens = 24;
-    fs.block_table = &table;
-    fs.logits_row = b.num_logit_rows++;
-    for (int i = 0; i < 24; ++i) b.tokens.push_back((i * 53 + 5) % file->config.vocab_size);
-    b.seqs.push_back(fs);
-    std::vector<float> lf(size_t(file->config.vocab_size), NAN), l8(lf.size(), NAN);
-    f32.forward(b, lf.data(), -1, nullptr);
-    int8.forward(b, l8.data(), -1, nullptr);
-    const double q = rel_error(l8, lf);
+    const double q = pool_vs_f32_logits(m, KVDType::INT8);
     EXPECT_GT(q, 1e-3) << "int8 K/V gave the f32 logits";
     EXPECT_LT(q, 5e-2);
+  }
+}
+
+// --kv-dtype f16: both backends round each element the same way (kv_half; the kernels' test
+// checks the bits for the same input). K and V themselves come from two forward passes that
+// agree to ~1e-7, and with a rounding step of only 2^-11 of an element some of the thousands of
+// elements land on the other side of a boundary in every run, each moving by one step: the
+// logits agree to 3e-6 .. 7e-5 (measured under the emulator over 16 runs; f32 K/V: 6.5e-7),
+// against 1.9e-4 .. 3.2e-4 between the f16 and the f32 pool, which a pool read with the wrong
+// layer, slot or element size would exceed by far.
+TEST(CudaModel, F16KvLogitsMatchTheCpusF16Kv) {
+  LLMWB_REQUIRE_GPU();
+  for (auto [heads, kv_heads] : {std::pair{8, 2}, std::pair{4, 4}}) {   // the tiled kernel; MHA decode kernel
+    const std::string m = make_random_model(DType::F32, 256, 512, heads, kv_heads, 700, 9);
+    const double e = max_logits_error(m, KVDType::F16);
+    std::printf("f16 K/V, %d/%d heads: CUDA vs CPU logits %.3g\n", heads, kv_heads, e);
+    EXPECT_LT(e, 1e-3) << heads << "/" << kv_heads << " heads";
+    const double q = pool_vs_f32_logits(m, KVDType::F16);
+    std::printf("f16 K/V, %d/%d heads: f16 vs f32 pool logits %.3g\n", heads, kv_heads, q);
+    EXPECT_GT(q, 1e-6) << "f16 K/V gave the f32 logits";
+    EXPECT_LT(q, 5e-3);
   }
 }
 
@@ -318,13 +348,13 @@ std::vector<std::string> prompts() {
   return {"Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big"};
 }
 
-// With f32 and with int8 K/V (the same pool type on both backends).
+// With f32, f16 and int8 K/V (the same pool type on both backends).
 TEST(CudaScheduler, BatchedEqualsSequentialAndEqualsTheCpu) {
   LLMWB_REQUIRE_GPU();
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = 60;
-  for (const char* kv : {"f32", "int8"}) {
+  for (const char* kv : {"f32", "f16", "int8"}) {
     LLM batched(stories_config("cuda", kv));
     const auto all = batched.generate(prompts(), p);
     LLM cpu(stories_config("cpu", kv));
@@ -381,8 +411,8 @@ TEST(CudaScheduler, ParallelSamplesShareThePromptThroughCopyOnWrite) {
   LLMWB_REQUIRE_GPU();
   // Greedy samples of one prompt must agree; the prompt's last, partly filled block is shared
   // and copied on the first write of each sample (CudaModel::copy_blocks).
-  // int8 K/V: the codes and their scales are copied.
-  for (const char* kv : {"f32", "int8"}) {
+  // f16 K/V: the halves are copied; int8 K/V: the codes and their scales.
+  for (const char* kv : {"f32", "f16", "int8"}) {
     SamplingParams p;
     p.temperature = 0;
     p.max_tokens = 40;
@@ -400,13 +430,13 @@ TEST(CudaScheduler, ParallelSamplesShareThePromptThroughCopyOnWrite) {
 }
 
 // A second request that shares a long prefix with a finished one reuses its cached blocks on
-// the device (f32 and int8 K/V) and gets the tokens of recomputing them.
+// the device (f32, f16 and int8 K/V) and gets the tokens of recomputing them.
 TEST(CudaScheduler, PrefixCacheHitsChangeNothing) {
   LLMWB_REQUIRE_GPU();
   const std::string prefix =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her "
       "big red ball. One day, her mom said they would go to the park. Lily was very happy and she ran to";
-  for (const char* kv : {"f32", "int8"}) {
+  for (const char* kv : {"f32", "f16", "int8"}) {
     std::vector<int> with_cache, without;
     for (bool caching : {true, false}) {
       EngineConfig c = stories_config("cuda", kv);
