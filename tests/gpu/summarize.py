@@ -117,17 +117,22 @@ def main():
                 summary["engine"][f"sampling {name}"] = {"concurrency": r.get("concurrency"), "decode_tok_s": r.get("decode_tokens_per_s", 0)}
         lines.append("")
 
-    kv = {name: logs.get(f"serve-bench kv-{name} tinyllama-1.1b-f16", []) for name in ("f32", "int8")}
+    # The KV pool types in the same budget, rows grouped by concurrency (f32, f16, int8 each), with
+    # decode tok/s against the f32 pool's at that concurrency.
+    kv = {name: logs.get(f"serve-bench kv-{name} tinyllama-1.1b-f16", []) for name in ("f32", "f16", "int8")}
     if any(kv.values()):
-        lines += ["| KV cache (same budget) | sequences | KV blocks | preemptions | output tok/s | decode tok/s |",
-                  "|---|---:|---:|---:|---:|---:|"]
-        for name, arr in kv.items():
-            for r in arr:
-                c = r.get("concurrency")
-                lines.append(f"| {name} | {c} | {r.get('kv_blocks_total', 0)} | {r.get('preemptions', 0)} "
-                             f"| {r.get('output_tokens_per_s', 0):.0f} | {r.get('decode_tokens_per_s', 0):.0f} |")
-                summary["engine"][f"kv {name} c{c}"] = {k: r.get(k) for k in (
-                    "kv_blocks_total", "preemptions", "output_tokens_per_s", "decode_tokens_per_s")}
+        lines += ["| KV cache (same budget) | sequences | KV blocks | preemptions | output tok/s | decode tok/s | x f32 |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        f32_tps = {r.get("concurrency"): r.get("decode_tokens_per_s", 0) for r in kv["f32"]}
+        rows = [(r.get("concurrency"), i, name, r) for i, (name, arr) in enumerate(kv.items()) for r in arr]
+        for c, _, name, r in sorted(rows, key=lambda t: (t[0] or 0, t[1])):
+            tps = r.get("decode_tokens_per_s", 0)
+            base = f32_tps.get(c)
+            ratio = f"{tps / base:.2f}" if base else ""
+            lines.append(f"| {name} | {c} | {r.get('kv_blocks_total', 0)} | {r.get('preemptions', 0)} "
+                         f"| {r.get('output_tokens_per_s', 0):.0f} | {tps:.0f} | {ratio} |")
+            summary["engine"][f"kv {name} c{c}"] = {k: r.get(k) for k in (
+                "kv_blocks_total", "preemptions", "output_tokens_per_s", "decode_tokens_per_s")}
         lines.append("")
 
     try:
