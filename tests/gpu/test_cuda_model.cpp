@@ -139,11 +139,12 @@ TEST(CudaModel, Int8KvLogitsMatchTheCpusInt8Kv) {
 
 // --kv-dtype f16: both backends round each element the same way (kv_half; the kernels' test
 // checks the bits for the same input). K and V themselves come from two forward passes that
-// agree to ~1e-7, and with a rounding step of only 2^-11 of an element some of the thousands of
-// elements land on the other side of a boundary in every run, each moving by one step: the
-// logits agree to 3e-6 .. 7e-5 (measured under the emulator over 16 runs; f32 K/V: 6.5e-7),
-// against 1.9e-4 .. 3.2e-4 between the f16 and the f32 pool, which a pool read with the wrong
-// layer, slot or element size would exceed by far.
+// agree to ~1e-7, and with a rounding step of only 2^-11 of an element some land on the other
+// side of a boundary in every run (measured once under the emulator for a 24-token prefill:
+// layer 0, 5 of 3072 halves at 8/2 heads and 16 of 12288 at 4/4, each one step apart; layer 1,
+// fed by layer 0's attention over them, 77 and 307). So the logits agree to 3e-6 .. 7e-5
+// (16 emulated runs; f32 K/V: 6.5e-7), against 1.9e-4 .. 3.2e-4 between the f16 and the f32
+// pool, which a pool read with the wrong layer, slot or element size would exceed by far.
 TEST(CudaModel, F16KvLogitsMatchTheCpusF16Kv) {
   LLMWB_REQUIRE_GPU();
   for (auto [heads, kv_heads] : {std::pair{8, 2}, std::pair{4, 4}}) {   // the tiled kernel; MHA decode kernel
