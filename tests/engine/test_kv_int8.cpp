@@ -1,6 +1,7 @@
 // The INT8 KV cache (--kv-dtype int8): per-element error bound of store/load, slots that never
 // change once written (what keeps batched == sequential), copy-on-write of codes and scales,
-// the pool's byte accounting, and paged attention over int8 K/V against the same over f32.
+// the pool's byte accounting, and paged attention over int8 K/V against the same over f32 (and,
+// exactly, over f32 holding the decoded values).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,10 +159,21 @@ TEST(KvInt8, AttentionMatchesF32WithinTheBoundOfTheStoredError) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> q(size_t(3 * n_heads * kHd));
   for (float& x : q) x = 0.3f * g(rng);
-  std::vector<float> out_f(q.size()), out_8(q.size());
+  std::vector<float> out_f(q.size()), out_8(q.size()), out_d(q.size());
   CpuBackend be(2);
   be.attention(f, 1, batch, q.data(), p, out_f.data(), nullptr);
   be.attention(q8, 1, batch, q.data(), p, out_8.data(), nullptr);
+  // The int8 rows are decoded (scale x code, KVCache::load's values) and run through the f32
+  // kernels: bit for bit attention over an f32 pool holding the decoded values.
+  KVCache dq(kLayers, kBlocks, kBs, kHeads, kHd, KVDType::F32);
+  std::vector<float> kd(kKvDim), vd(kKvDim);
+  for (int pos = 0; pos < ctx; ++pos) {
+    const int64_t slot = int64_t(table[size_t(pos / kBs)]) * kBs + pos % kBs;
+    q8.load(1, slot, kd.data(), vd.data());
+    dq.store(1, slot, kd.data(), vd.data());
+  }
+  be.attention(dq, 1, batch, q.data(), p, out_d.data(), nullptr);
+  EXPECT_EQ(out_8, out_d);
 
   // Bound: every stored element is off by at most half its slot-head's scale (first test).
   // A score a_j = scale * q.k_j moves by at most d = scale * |q|_1 * max s_k; softmax weights

@@ -50,13 +50,6 @@ void attend_head_plain(const float* q, const float* const* krows, const float* c
 
 }  // namespace
 
-void attend_head_i8(const float* q, const int8_t* const* krows, const float* kscale, const int8_t* const* vrows,
-                    const float* vscale, int ctx, int hd, float scale, float* probs, float* out) {
-  attend_loop(
-      ctx, hd, probs, out, [&](int j) { return dot_f32_i8(q, krows[j], hd) * kscale[j] * scale; },
-      [&](float* o, float w, int j) { axpy_i8(o, w * vscale[j], vrows[j], hd); });
-}
-
 void attend_head(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd, float scale,
                  float* probs, float* out) {
 #if defined(__x86_64__)

@@ -30,13 +30,6 @@ void attend_head(const float* q, const float* const* krows, const float* const* 
 void attend_queries(int n, const float* const* q, const int* ctx, const float* const* krows,
                     const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 
-// The same over an int8 KV cache (--kv-dtype int8): K row j is kscale[j] * krows[j][i], V row j
-// is vscale[j] * vrows[j][i]. The codes are widened in registers (cpu::dot_f32_i8 /
-// cpu::axpy_i8) and the scale applied to each sum, never a float copy of the cache; the order
-// is the portable loop's.
-void attend_head_i8(const float* q, const int8_t* const* krows, const float* kscale, const int8_t* const* vrows,
-                    const float* vscale, int ctx, int hd, float scale, float* probs, float* out);
-
 namespace kernels {
 // The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,

@@ -16,9 +16,7 @@ namespace llmwb {
 CpuBackend::CpuBackend(int n_threads)
     : pool_(n_threads), float_panels_(cpu::float_panels_enabled()), scores_(static_cast<size_t>(pool_.size())),
       kv_rows_(static_cast<size_t>(pool_.size())),
-      kv_rows8_(static_cast<size_t>(pool_.size())),
-      kv_scales_(static_cast<size_t>(pool_.size())),
-      kv_f16_rows_(static_cast<size_t>(pool_.size())) {}
+      kv_decoded_(static_cast<size_t>(pool_.size())) {}
 
 std::string CpuBackend::name() const {
   const int n = pool_.size();
@@ -173,10 +171,13 @@ void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, 
 // more heads), so that cpu::attend_queries reads each K/V row once for all of them. Each reads
 // K and V of positions 0..pos through its sequence's block table, so the cache never needs to
 // be contiguous. Tasks are handed out on demand (an atomic counter, last tiles first), so that the
-// long rows of a causal prefill spread over threads and a descheduled thread holds no share. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per query,
-// or cpu::attend_head_i8 over an int8 cache; an f16 cache's rows are converted to f32 first) depends only on its own token (q row, positions
-// 0..pos), never on the rest of the batch, the queries it is tiled with or the thread that
-// runs it, so attention is batch-invariant.
+// long rows of a causal prefill spread over threads and a descheduled thread holds no share.
+// An f16 or int8 cache's rows are decoded into a per-thread f32 scratch as they are gathered
+// (exactly KVCache::load's values: the half as float, scale x code), so every cache type runs
+// the same f32 kernels. A query's arithmetic (cpu::attend_queries, bitwise cpu::attend_head per
+// query) depends only on its own token (q row, positions 0..pos), never on the rest of the
+// batch, the queries it is tiled with or the thread that runs it, so attention is
+// batch-invariant.
 namespace {
 constexpr int kMaxTileQueries = 16;   // queries in one attention task (cpu::attend_queries' lanes)
 }  // namespace
@@ -186,10 +187,9 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
   const int q_dim = p.n_heads * hd;
   const bool int8 = cache.dtype() == KVDType::INT8, f16 = cache.dtype() == KVDType::F16;
-  // hg consecutive query heads sharing a KV head, for tq consecutive tokens (the int8 cache's
-  // portable loop gains nothing from tiling tokens).
+  // hg consecutive query heads sharing a KV head, for tq consecutive tokens.
   const int hg = group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-  const int tq = int8 ? 1 : kMaxTileQueries / hg;
+  const int tq = kMaxTileQueries / hg;
   const int n_groups = p.n_heads / hg;
   int max_ctx = 0;
   const ForwardSeq* rec_seq = nullptr;
@@ -219,20 +219,10 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
     if (rows.size() < 2 * static_cast<size_t>(max_ctx)) rows.resize(2 * static_cast<size_t>(max_ctx));
     const float** krows = rows.data();
     const float** vrows = rows.data() + max_ctx;
-    // int8 cache: code row pointers and the slot-heads' scales
-    std::vector<const int8_t*>& rows8 = kv_rows8_[static_cast<size_t>(ith)];
-    std::vector<float>& scales = kv_scales_[static_cast<size_t>(ith)];
-    if (int8 && rows8.size() < 2 * static_cast<size_t>(max_ctx)) {
-      rows8.resize(2 * static_cast<size_t>(max_ctx));
-      scales.resize(2 * static_cast<size_t>(max_ctx));
-    }
-    const int8_t** krows8 = rows8.data();
-    const int8_t** vrows8 = krows8 + (int8 ? max_ctx : 0);
-    float* kscale = scales.data();
-    float* vscale = kscale + (int8 ? max_ctx : 0);
-    // f16 cache: the head's K then V rows converted to f32 (exactly), which the f32 kernels read
-    std::vector<float>& conv = kv_f16_rows_[static_cast<size_t>(ith)];
-    if (f16 && conv.size() < 2 * static_cast<size_t>(max_ctx) * hd) conv.resize(2 * static_cast<size_t>(max_ctx) * hd);
+    // f16 / int8 cache: the head's K then V rows decoded to f32, which the f32 kernels read
+    std::vector<float>& dec = kv_decoded_[static_cast<size_t>(ith)];
+    if ((f16 || int8) && dec.size() < 2 * static_cast<size_t>(max_ctx) * hd)
+      dec.resize(2 * static_cast<size_t>(max_ctx) * hd);
     int rows_seq = -1, rows_ctx = 0, rows_kvh = -1;   // the row arrays hold keys [0, rows_ctx) of this
     for (int64_t t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
          t = next_task.fetch_add(1, std::memory_order_relaxed)) {
@@ -259,22 +249,18 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
         for (int j = 0, b = 0; j < ctx_max; ++b) {
           const int64_t base = int64_t(table[static_cast<size_t>(b)]) * bs;
           const int n = std::min(bs, ctx_max - j);
-          if (int8) {
+          if (int8 || f16) {
             for (int i = 0; i < n; ++i, ++j) {
+              float* kf = dec.data() + int64_t(j) * hd;
+              float* vf = dec.data() + (int64_t(max_ctx) + j) * hd;
               const int64_t slot = base + i;
-              krows8[j] = cache.k8(layer, slot) + kv_off;
-              vrows8[j] = cache.v8(layer, slot) + kv_off;
-              kscale[j] = cache.k_scale(layer, slot, kvh);
-              vscale[j] = cache.v_scale(layer, slot, kvh);
-            }
-          } else if (f16) {
-            const uint16_t* kb = cache.k16(layer, base) + kv_off;
-            const uint16_t* vb = cache.v16(layer, base) + kv_off;
-            for (int i = 0; i < n; ++i, ++j) {
-              float* kf = conv.data() + int64_t(j) * hd;
-              float* vf = conv.data() + (int64_t(max_ctx) + j) * hd;
-              cpu::f16_to_f32(kb + i * kv_dim, kf, hd);
-              cpu::f16_to_f32(vb + i * kv_dim, vf, hd);
+              if (f16) {
+                cpu::f16_to_f32(cache.k16(layer, slot) + kv_off, kf, hd);
+                cpu::f16_to_f32(cache.v16(layer, slot) + kv_off, vf, hd);
+              } else {
+                cpu::i8_to_f32(cache.k8(layer, slot) + kv_off, cache.k_scale(layer, slot, kvh), kf, hd);
+                cpu::i8_to_f32(cache.v8(layer, slot) + kv_off, cache.v_scale(layer, slot, kvh), vf, hd);
+              }
               krows[j] = kf;
               vrows[j] = vf;
             }
@@ -305,13 +291,8 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
           ctx[nq] = pos0 + m + 1;
         }
       }
-      if (int8) {
-        for (int i = 0; i < nq; ++i)
-          cpu::attend_head_i8(qh[i], krows8, kscale, vrows8, vscale, ctx[i], hd, p.scale, ph[i], oh[i]);
-      } else {
-        // The weights are written out only for the sequence whose heatmap is captured.
-        cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, rec_seq == &fs ? ph : nullptr, oh);
-      }
+      // The weights are written out only for the sequence whose heatmap is captured.
+      cpu::attend_queries(nq, qh, ctx, krows, vrows, hd, p.scale, rec_seq == &fs ? ph : nullptr, oh);
       if (rec_seq == &fs) {
         for (int m = 0, i = 0; m < tile.count; ++m) {
           for (int g = 0; g < hg; ++g, ++i) {

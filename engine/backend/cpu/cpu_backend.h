@@ -55,9 +55,7 @@ class CpuBackend final : public Backend {
   int rope_positions_ = 0;
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
   std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task
-  std::vector<std::vector<const int8_t*>> kv_rows8_; // the same over an int8 cache
-  std::vector<std::vector<float>> kv_scales_;        // per-thread K then V scales (int8 cache)
-  std::vector<std::vector<float>> kv_f16_rows_;      // per-thread f16 K then V rows as f32
+  std::vector<std::vector<float>> kv_decoded_;       // per-thread f16 / int8 K then V rows as f32
 };
 
 }  // namespace llmwb

@@ -52,20 +52,8 @@ LLMWB_OPS_CLONES void axpy(float* y, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-LLMWB_OPS_CLONES float dot_f32_i8(const float* a, const int8_t* b, int64_t n) {
-  float s[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) s[j] += a[i + j] * static_cast<float>(b[i + j]);
-  }
-  float total = 0.0f;
-  for (int j = 0; j < kLanes; ++j) total += s[j];
-  for (; i < n; ++i) total += a[i] * static_cast<float>(b[i]);
-  return total;
-}
-
-LLMWB_OPS_CLONES void axpy_i8(float* y, float a, const int8_t* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * static_cast<float>(x[i]);
+LLMWB_OPS_CLONES void i8_to_f32(const int8_t* src, float scale, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = scale * static_cast<float>(src[i]);
 }
 
 namespace {

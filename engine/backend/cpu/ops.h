@@ -25,11 +25,9 @@ void softmax_inplace(float* x, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 // y[i] += a * x[i]
 void axpy(float* y, float a, const float* x, int64_t n);
-// The int8 KV cache's reads: the codes are widened to float in registers, never copied out.
-// sum a[i] * b[i] over int8 b (the caller multiplies by b's scale), in dot_f32's order.
-float dot_f32_i8(const float* a, const int8_t* b, int64_t n);
-// y[i] += a * x[i] over int8 x (a already holds x's scale).
-void axpy_i8(float* y, float a, const int8_t* x, int64_t n);
+// dst[i] = scale * src[i]: an int8 KV cache row decoded (KVCache::load's values) into the
+// attention kernels' f32 scratch.
+void i8_to_f32(const int8_t* src, float scale, float* dst, int64_t n);
 // dst[i] = the IEEE half src[i] as float (exact): vcvtph2ps at the AVX2 (F16C) and AVX-512
 // levels, fp16_to_fp32 otherwise. The f16 KV cache's rows go through it into the attention
 // kernels' f32 scratch.
