@@ -26,6 +26,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "dequant.cuh"
 #include "launch.cuh"
 #include "llmwb_kernels.h"
 
@@ -85,16 +86,6 @@ __device__ __forceinline__ float kv_elem(const void* base, const float* scale, i
     return static_cast<const float*>(base)[i];
 }
 
-// 8 halves (one 16-byte load) to floats, lowest address first.
-__device__ __forceinline__ void unpack_half8(uint4 u, float* v) {
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
 
 // NC = head_dim / 32: output dims per lane.
 template <int NC, KVKind K>
@@ -240,7 +231,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
 #pragma unroll 4
         for (int d8 = 0; d8 < HD / 8; ++d8) {
           float kk[8];
-          unpack_half8(kr[d8], kk);
+          detail::unpack_half8(kr[d8], kk);
           const float* qq = qw + 8 * d8;
           dot += qq[0] * kk[0] + qq[1] * kk[1] + qq[2] * kk[2] + qq[3] * kk[3];
           dot += qq[4] * kk[4] + qq[5] * kk[5] + qq[6] * kk[6] + qq[7] * kk[7];

@@ -22,6 +22,27 @@ __device__ __forceinline__ float ld_f32_unaligned(const uint8_t* p) {
   return __uint_as_float(u);
 }
 
+// 8 halves / bfloat16s (one 16-byte load) to floats, lowest address first: the GEMV's F16 and
+// BF16 rows and the f16 KV pool's rows in the attention decode kernel.
+__device__ __forceinline__ void unpack_half8(uint4 u, float* v) {
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void unpack_bf168(uint4 u, float* v) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+
 // Element c of one row (row points at the row's first byte). Used by the gather and the
 // dequantize-to-half kernels, where each thread reads one element; the GEMV has its own
 // vectorised reads.

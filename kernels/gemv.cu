@@ -19,25 +19,6 @@ namespace {
 
 constexpr int kWarps = 4;
 
-__device__ __forceinline__ void unpack_half8(uint4 u, float* v) {
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void unpack_bf168(uint4 u, float* v) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-
 // Whether the 8-column fast path applies: every chunk of 8 lies inside one quantization block
 // and the plain-float rows are 16-byte aligned.
 bool fast_path_ok(const DeviceMatrix& W) {
@@ -64,9 +45,9 @@ __device__ __forceinline__ void load8(const uint8_t* row, int64_t c, float* v) {
     const float4 b = *reinterpret_cast<const float4*>(row + c * 4 + 16);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
   } else if constexpr (T == WType::F16) {
-    unpack_half8(*reinterpret_cast<const uint4*>(row + c * 2), v);
+    detail::unpack_half8(*reinterpret_cast<const uint4*>(row + c * 2), v);
   } else if constexpr (T == WType::BF16) {
-    unpack_bf168(*reinterpret_cast<const uint4*>(row + c * 2), v);
+    detail::unpack_bf168(*reinterpret_cast<const uint4*>(row + c * 2), v);
   } else if constexpr (T == WType::Q8_0) {
     const uint8_t* b = row + (c / 32) * 34;
     const float d = detail::ld_half(b);
