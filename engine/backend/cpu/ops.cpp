@@ -60,7 +60,9 @@ namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"   // GCC bug 105593, as in matmul_avx512.cpp
+#endif
 __attribute__((target("avx512f,avx2,f16c"))) void f16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
