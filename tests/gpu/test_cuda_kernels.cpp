@@ -291,6 +291,29 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
   EXPECT_EQ(to_host<float>(dv, pool_floats), hv);
 }
 
+// Writes every slot of every layer of `pool` (device, store_kv) and of `cpu` (KVCache::store)
+// with the same rows: slots in a shuffled order, 7 rows per launch, the rows of each launch
+// from rows(n, k, v) (n x kv_dim each). Returns the slot order (slot[0] got row 0 of the first
+// launch).
+template <class Rows>
+std::vector<int64_t> store_every_slot(const cuda::KVPool& pool, KVCache& cpu, int n_layers, std::mt19937_64& rng, Rows rows) {
+  const int64_t n_slots = pool.n_slots, kv_dim = pool.kv_dim();
+  std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  for (int l = 0; l < n_layers; ++l)
+    for (int64_t r0 = 0; r0 < n_slots; r0 += 7) {
+      const int n = int(std::min<int64_t>(7, n_slots - r0));
+      std::vector<float> k, v;
+      rows(n, k, v);
+      const std::vector<int64_t> rs(slots.begin() + r0, slots.begin() + r0 + n);
+      const DeviceBuffer dkn = to_device(k), dvn = to_device(v), drs = to_device(rs);
+      LLMWB_CUDA(cuda::store_kv(pool, l, dkn.as<float>(), dvn.as<float>(), drs.as<int64_t>(), n, nullptr));
+      for (int r = 0; r < n; ++r) cpu.store(l, rs[size_t(r)], k.data() + size_t(r) * kv_dim, v.data() + size_t(r) * kv_dim);
+    }
+  return slots;
+}
+
 // An int8 pool holds the bytes the CPU's KVCache writes for the same rows: the codes and the
 // per-(slot, kv head) scales, equal bit for bit (so a sequence's K/V mean the same on both
 // backends), including an all-zero head (scale 0, codes 0) and values on a rounding tie. Copies
@@ -312,21 +335,12 @@ TEST(CudaKernels, Int8StoreKvWritesTheCpuCachesCodesAndScales) {
     KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::INT8);
     // Every slot of every layer written, 7 rows per launch; row 0 of each launch has a zero head
     // and a value exactly half a step from two codes.
-    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
-    std::iota(slots.begin(), slots.end(), 0);
-    std::shuffle(slots.begin(), slots.end(), rng);
-    for (int l = 0; l < n_layers; ++l)
-      for (int64_t r0 = 0; r0 < n_slots; r0 += 7) {
-        const int n = int(std::min<int64_t>(7, n_slots - r0));
-        std::vector<float> k = random_floats(size_t(n) * kv_dim, rng, 3.0f), v = random_floats(size_t(n) * kv_dim, rng);
-        std::fill(k.begin(), k.begin() + head_dim, 0.0f);
-        v[0] = 127.0f, v[1] = 2.5f;   // scale 1: 2.5 is a tie, to even (2)
-        std::fill(v.begin() + 2, v.begin() + head_dim, 0.25f);
-        const std::vector<int64_t> rs(slots.begin() + r0, slots.begin() + r0 + n);
-        const DeviceBuffer dkn = to_device(k), dvn = to_device(v), drs = to_device(rs);
-        LLMWB_CUDA(cuda::store_kv(pool, l, dkn.as<float>(), dvn.as<float>(), drs.as<int64_t>(), n, nullptr));
-        for (int r = 0; r < n; ++r) cpu.store(l, rs[size_t(r)], k.data() + size_t(r) * kv_dim, v.data() + size_t(r) * kv_dim);
-      }
+    store_every_slot(pool, cpu, n_layers, rng, [&](int n, std::vector<float>& k, std::vector<float>& v) {
+      k = random_floats(size_t(n) * kv_dim, rng, 3.0f), v = random_floats(size_t(n) * kv_dim, rng);
+      std::fill(k.begin(), k.begin() + head_dim, 0.0f);
+      v[0] = 127.0f, v[1] = 2.5f;   // scale 1: 2.5 is a tie, to even (2)
+      std::fill(v.begin() + 2, v.begin() + head_dim, 0.25f);
+    });
     auto check = [&](const char* when) {
       const std::vector<int8_t> gk = to_host<int8_t>(dk, codes), gv = to_host<int8_t>(dv, codes);
       const std::vector<float> gks = to_host<float>(dks, scales), gvs = to_host<float>(dvs, scales);
@@ -400,22 +414,14 @@ TEST(CudaKernels, F16StoreKvWritesTheCpuCachesHalves) {
       const uint32_t e = uint32_t(127 - 30 + int(rng() % 48));   // 2^-30 .. 2^17
       return bits_float(sign | (e << 23) | mant);
     };
-    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
-    std::iota(slots.begin(), slots.end(), 0);
-    std::shuffle(slots.begin(), slots.end(), rng);
-    for (int l = 0; l < n_layers; ++l)
-      for (int64_t r0 = 0; r0 < n_slots; r0 += 7) {
-        const int n = int(std::min<int64_t>(7, n_slots - r0));
-        std::vector<float> k(size_t(n) * kv_dim), v(k.size());
-        for (float& x : k) x = random_value();
-        for (float& x : v) x = random_value();
-        std::copy(edge.begin(), edge.end(), k.begin());
-        std::copy(edge.rbegin(), edge.rend(), v.begin());
-        const std::vector<int64_t> rs(slots.begin() + r0, slots.begin() + r0 + n);
-        const DeviceBuffer dkn = to_device(k), dvn = to_device(v), drs = to_device(rs);
-        LLMWB_CUDA(cuda::store_kv(pool, l, dkn.as<float>(), dvn.as<float>(), drs.as<int64_t>(), n, nullptr));
-        for (int r = 0; r < n; ++r) cpu.store(l, rs[size_t(r)], k.data() + size_t(r) * kv_dim, v.data() + size_t(r) * kv_dim);
-      }
+    const std::vector<int64_t> slots = store_every_slot(pool, cpu, n_layers, rng, [&](int n, std::vector<float>& k,
+                                                                                       std::vector<float>& v) {
+      k.resize(size_t(n) * kv_dim), v.resize(k.size());
+      for (float& x : k) x = random_value();
+      for (float& x : v) x = random_value();
+      std::copy(edge.begin(), edge.end(), k.begin());
+      std::copy(edge.rbegin(), edge.rend(), v.begin());
+    });
     auto check = [&](const char* when) {
       const std::vector<uint16_t> gk = to_host<uint16_t>(dk, elems), gv = to_host<uint16_t>(dv, elems);
       int bad = 0;
