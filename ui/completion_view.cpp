@@ -101,7 +101,6 @@ void CompletionView::generate() {
   ticket_ = r.ticket;
   generated_tokens_ = 0;
   last_reason_ = FinishReason::None;
-  streamed_.clear();
   output_->clear();
   chips_->clear();
   stats_->setText(tr("waiting for the first token…"));
@@ -117,7 +116,6 @@ void CompletionView::on_delta(const TokenDelta& d) {
   if (d.ticket != ticket_ || ticket_ == 0) return;
   if (!d.text.empty()) {
     const QString piece = QString::fromStdString(d.text);
-    streamed_ += piece;
     const bool at_end = output_->verticalScrollBar()->value() == output_->verticalScrollBar()->maximum();
     QTextCursor c(output_->document());
     c.movePosition(QTextCursor::End);
@@ -134,9 +132,6 @@ void CompletionView::on_delta(const TokenDelta& d) {
     stats_->setText(tr("%1 tokens · TTFT %2 ms").arg(generated_tokens_).arg(d.time_to_first_token * 1000, 0, 'f', 1));
     return;
   }
-  // The final text is authoritative (a stop string may have trimmed the streamed tail).
-  const QString final_text = QString::fromStdString(d.final_text);
-  if (d.finish_reason != FinishReason::Error && final_text != streamed_) output_->setPlainText(final_text);
   last_reason_ = d.finish_reason;
   ticket_ = 0;
   const double tpot = generated_tokens_ > 1 ? (d.total_time - d.time_to_first_token) / (generated_tokens_ - 1) : 0.0;

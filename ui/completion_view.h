@@ -60,7 +60,6 @@ class CompletionView : public QWidget {
   bool ready_ = false;
   int generated_tokens_ = 0;
   FinishReason last_reason_ = FinishReason::None;
-  QString streamed_;
 };
 
 }  // namespace llmwb::ui

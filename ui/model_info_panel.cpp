@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
+#include <QStringList>
 
 namespace llmwb::ui {
 
@@ -10,7 +11,7 @@ namespace {
 const char* const kRows[] = {"Model",         "Format",    "Architecture", "Parameters",
                              "Weights",       "Dtype",     "Context",      "Shape",
                              "Attention",     "RoPE",      "Tokenizer",    "Chat format",
-                             "Backend",       "Path"};
+                             "Backend",       "Tuning",    "Path"};
 }  // namespace
 
 QString human_count(double n) {
@@ -76,6 +77,9 @@ void ModelInfoPanel::set_info(const ModelInfo& m, const QString& chat_format) {
   set_row("Tokenizer", tr("%1, %2 pieces").arg(QString::fromStdString(m.tokenizer_kind)).arg(m.tokenizer_vocab));
   set_row("Chat format", chat_format);
   set_row("Backend", m.backend.empty() ? QString("–") : QString::fromStdString(m.backend));
+  QStringList tuning;
+  for (const auto& [k, v] : m.tuning) tuning << QString::fromStdString(k + " " + v);
+  set_row("Tuning", tuning.isEmpty() ? QString("–") : tuning.join(", "));
   set_row("Path", QString::fromStdString(m.path));
 }
 

@@ -7,6 +7,7 @@
 #include "args.h"
 #include "command.h"
 #include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
 #include "model/model_describe.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
@@ -77,6 +78,9 @@ nlohmann::ordered_json to_json(const ModelInfo& m, const std::string& tokenizer_
       {"metadata", m.metadata},
   };
   if (!tokenizer_note.empty()) j["tokenizer"]["note"] = tokenizer_note;
+  nlohmann::ordered_json tuning = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m.tuning) tuning[k] = v;
+  j["tuning"] = tuning;
   return j;
 }
 
@@ -101,6 +105,9 @@ void print_text(const ModelInfo& m, const std::string& tokenizer_note) {
   std::printf("\n");
   if (!tokenizer_note.empty()) std::printf("              %s\n", tokenizer_note.c_str());
   if (!m.chat_template.empty()) std::printf("chat template %s\n", clip(m.chat_template).c_str());
+  std::string tuning;
+  for (const auto& [k, v] : m.tuning) tuning += (tuning.empty() ? "" : ", ") + k + " " + v;
+  if (!tuning.empty()) std::printf("tuning        %s   (LLMWB_* variables; llmwb-cli --help)\n", tuning.c_str());
 
   size_t w = 4;
   for (const auto& t : m.tensors) w = std::max(w, t.name.size());
@@ -133,7 +140,8 @@ int run_inspect(const std::vector<std::string>& argv) {
       note = std::string("no tokenizer loaded: ") + e.what();
     }
   }
-  const ModelInfo info = describe_model(*model, tok.get());
+  ModelInfo info = describe_model(*model, tok.get());
+  info.tuning = TuningConfig::from_environment().describe();   // what an engine would run with
   if (a.flag("json"))
     std::printf("%s\n", to_json(info, note).dump(2).c_str());
   else

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "llmwb/errors.h"
+
 namespace llmwb::cli {
 
 std::string default_model_path() {
@@ -15,7 +17,7 @@ std::string default_model_path() {
 const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
-                                          "tensor-parallel-size", "quantize", "kv-dtype"};
+                                          "tensor-parallel-size", "quantize", "kv-dtype", "tuning"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -35,7 +37,10 @@ const char* engine_flags_usage() {
          "  --no-prefix-cache       disable automatic prefix caching\n"
          "  --kv-dtype f32|f16|int8 KV cache elements (f16: half the memory; int8: a scale per token and\n"
          "                          KV head, ~1/4 the memory)\n"
-         "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n";
+         "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n"
+         "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"
+         "                          cuda_graphs, nvtx_layers, device_sampling =on|off (llmwb-cli --help lists\n"
+         "                          the LLMWB_* variables that set their defaults); no switch changes a token\n";
 }
 
 EngineConfig engine_config_from(const Args& a) {
@@ -57,6 +62,15 @@ EngineConfig engine_config_from(const Args& a) {
   const auto& kv = kv_dtypes();
   if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
     throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32, f16 or int8");
+  for (const std::string& t : a.all("tuning")) {
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) throw UsageError("--tuning: '" + t + "' is not NAME=VALUE");
+    try {
+      c.tuning.set(t.substr(0, eq), t.substr(eq + 1));
+    } catch (const Error& e) {
+      throw UsageError(std::string("--tuning: ") + e.what());
+    }
+  }
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "command.h"
 #include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
 
 namespace llmwb::cli {
 std::vector<Command>& commands() {
@@ -21,6 +22,8 @@ using namespace llmwb::cli;
 static void print_help() {
   std::printf("usage: llmwb-cli COMMAND [flags]   (llmwb-cli COMMAND --help for its flags)\n\ncommands:\n");
   for (const auto& c : commands()) std::printf("  %-12s %s\n", c.name, c.summary);
+  std::printf("\nenvironment (defaults of the engine's tuning switches, --tuning NAME=VALUE overrides;\n"
+              "none changes a token):\n%s", llmwb::TuningConfig::environment_help().c_str());
 }
 
 int main(int argc, char** argv) {

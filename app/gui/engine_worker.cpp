@@ -195,10 +195,10 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
       d.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
     }
     a.tokens_seen = c.token_ids.size();
-    // A stop string can shorten the text at the end; the final text then replaces it all.
-    if (c.text.size() > a.text.size() && c.text.compare(0, a.text.size(), a.text) == 0)
-      d.text = c.text.substr(a.text.size());
-    a.text = c.text;
+    // The engine's delta as it is: text that could still become a stop string is held back
+    // there, so streamed text is never taken back.
+    d.text = c.delta;
+    a.text += c.delta;
     if (!d.token_ids.empty() && !a.first_sent) first_token = a.first_sent = true;
   }
   a.time_to_first_token = out.time_to_first_token;

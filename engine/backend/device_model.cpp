@@ -47,13 +47,14 @@ std::vector<BackendInfo> list_backends() {
   return v;
 }
 
-std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights) {
+std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights,
+                                             const TuningConfig& tuning) {
   const std::string why = cuda_unavailable_reason();
   if (!why.empty()) throw Error("backend", "'cuda' is not available: " + why);
 #if LLMWB_HAVE_CUDA
-  return std::make_unique<cuda::CudaModel>(config, weights);
+  return std::make_unique<cuda::CudaModel>(config, weights, tuning);
 #else
-  (void)config, (void)weights;
+  (void)config, (void)weights, (void)tuning;
   return nullptr;
 #endif
 }

@@ -17,6 +17,7 @@
 #include "model/forward_batch.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
+#include "llmwb/tuning_config.h"
 
 namespace llmwb {
 
@@ -66,8 +67,9 @@ int cuda_device_count();
 // tooltip and the engine's error).
 std::string cuda_unavailable_reason();
 
-// The CUDA runner on device 0; throws llmwb::Error("backend", ...) naming why when this build
-// has no CUDA or no device is present, or a CUDA call fails.
-std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights);
+// The CUDA model on device 0 (tuning: cuda_graphs, nvtx_layers); throws llmwb::Error("backend",
+// ...) naming why when this build has no CUDA or no device is present, or a CUDA call fails.
+std::unique_ptr<DeviceModel> make_cuda_model(const ModelConfig& config, const LlamaWeights& weights,
+                                             const TuningConfig& tuning = TuningConfig::from_environment());
 
 }  // namespace llmwb

@@ -17,6 +17,9 @@ struct ForwardSeq {
   // Logits for every new token, in rows logits_row .. logits_row + n_tokens - 1 (perplexity
   // and KL divergence in engine/quant score every position of a text in one prefill).
   bool all_logits = false;
+  // The scheduler's is_decode: the one token sampled last step (a runner may specialise pure
+  // decode batches, e.g. CUDA graph replay).
+  bool decode = false;
 };
 
 struct ForwardBatch {

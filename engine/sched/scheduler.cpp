@@ -31,15 +31,19 @@ std::string request_name(const Sequence& seq) {
   return "request " + std::to_string(seq.request_id);
 }
 
-void count_tokens(const Sequence& seq, int num_new, SchedulerOutput& out) {
-  // A decode computes exactly the one token sampled last step; everything else (prompt
-  // chunks, and prompt + generated tokens recomputed after a preemption) is prefill.
-  const bool decode = num_new == 1 && seq.num_computed_tokens == seq.num_tokens() - 1 &&
-                      seq.num_tokens() > seq.num_prompt_tokens;
+// Schedules num_new tokens of seq and counts them as decode or prefill tokens.
+void add_scheduled(Sequence* seq, int num_new, bool admitted, SchedulerOutput& out) {
+  const bool decode = is_decode(*seq, num_new);
   (decode ? out.num_decode_tokens : out.num_prefill_tokens) += num_new;
+  out.scheduled.push_back(ScheduledSeq{seq, num_new, decode, admitted});
 }
 
 }  // namespace
+
+bool is_decode(const Sequence& seq, int num_new_tokens) {
+  return num_new_tokens == 1 && seq.num_computed_tokens == seq.num_tokens() - 1 &&
+         seq.num_tokens() > seq.num_prompt_tokens;
+}
 
 Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks)
     : config_(config), blocks_(blocks) {
@@ -104,8 +108,7 @@ SchedulerOutput Scheduler::schedule() {
       }
     }
     if (self_preempted) break;  // seq was the last running sequence
-    count_tokens(*seq, num_new, out);
-    out.scheduled.push_back(ScheduledSeq{seq, num_new});
+    add_scheduled(seq, num_new, false, out);
     budget -= num_new;
     ++i;
   }
@@ -152,8 +155,7 @@ SchedulerOutput Scheduler::schedule() {
     waiting_.pop_front();
     seq->status = SeqStatus::Running;
     running_.insert(std::upper_bound(running_.begin(), running_.end(), seq, arrives_before), seq);
-    count_tokens(*seq, num_new, out);
-    out.scheduled.push_back(ScheduledSeq{seq, num_new});
+    add_scheduled(seq, num_new, true, out);
     budget -= num_new;
   }
   return out;

@@ -26,7 +26,15 @@ struct SchedulerConfig {
 struct ScheduledSeq {
   Sequence* seq = nullptr;
   int num_new_tokens = 0;   // tokens to compute this step, starting at seq->num_computed_tokens
+  bool decode = false;      // is_decode(*seq, num_new_tokens), decided here once for everyone
+  bool admitted = false;    // admitted from the waiting queue by this step (its prefix-cache hits
+                            // are in seq->num_cached_tokens)
 };
+
+// The one rule for what a decode is: exactly the one token sampled last step. Everything else
+// (prompt chunks, and prompt + generated tokens recomputed after a preemption, even a chunk of
+// one token) is prefill.
+bool is_decode(const Sequence& seq, int num_new_tokens);
 
 struct SchedulerOutput {
   std::vector<ScheduledSeq> scheduled;   // running sequences first, then newly admitted ones

@@ -62,6 +62,7 @@ double max_logits_error(const std::string& path, KVDType kv_dtype = KVDType::F32
       fs.first = static_cast<int>(b.tokens.size());
       fs.start_pos = computed[size_t(s)];
       fs.n_tokens = static_cast<int>(seq_tokens[size_t(s)].size()) - computed[size_t(s)];
+      fs.decode = step > 0;   // as the scheduler marks a decode
       fs.block_table = &tables[size_t(s)];
       fs.logits_row = b.num_logit_rows++;
       b.tokens.insert(b.tokens.end(), seq_tokens[size_t(s)].begin() + fs.start_pos, seq_tokens[size_t(s)].end());
@@ -190,6 +191,7 @@ TEST(CudaModel, GraphReplayedDecodeStepsMatchEagerLaunches) {
           fs.first = static_cast<int>(b.tokens.size());
           fs.start_pos = pos;
           fs.n_tokens = n_new;
+          fs.decode = n_new == 1;   // as the scheduler marks a decode
           fs.block_table = &tables[size_t(s)];
           fs.logits_row = b.num_logit_rows++;
           for (int i = 0; i < n_new; ++i) b.tokens.push_back(tok(rng));

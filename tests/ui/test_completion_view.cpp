@@ -52,6 +52,9 @@ class TestCompletionView : public QObject {
     // Where it runs: the Settings backend (cpu here), its SIMD level and threads.
     QVERIFY2(info->value("Backend").startsWith("cpu ("), qPrintable(info->value("Backend")));
     QVERIFY2(info->value("Backend").contains(" thread"), qPrintable(info->value("Backend")));
+    // The tuning switches in effect, as inspect prints them.
+    QVERIFY2(info->value("Tuning").contains("float_panels on"), qPrintable(info->value("Tuning")));
+    QVERIFY2(info->value("Tuning").contains("device_sampling on"), qPrintable(info->value("Tuning")));
   }
 
   void greedy_generation_from_bos_shows_the_reference_text() {

@@ -13,8 +13,10 @@
 
 namespace llmwb {
 
-CpuBackend::CpuBackend(int n_threads)
-    : pool_(n_threads), float_panels_(cpu::float_panels_enabled()), scores_(static_cast<size_t>(pool_.size())),
+CpuBackend::CpuBackend(int n_threads) : CpuBackend(n_threads, cpu::float_panels_enabled()) {}
+
+CpuBackend::CpuBackend(int n_threads, bool float_panels)
+    : pool_(n_threads), float_panels_(float_panels), scores_(static_cast<size_t>(pool_.size())),
       kv_rows_(static_cast<size_t>(pool_.size())),
       kv_decoded_(static_cast<size_t>(pool_.size())) {}
 

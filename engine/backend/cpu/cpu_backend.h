@@ -15,7 +15,9 @@ namespace llmwb {
 
 class CpuBackend final : public Backend {
  public:
+  // float_panels: TuningConfig::float_panels (the one-argument form takes the environment's).
   explicit CpuBackend(int n_threads);
+  CpuBackend(int n_threads, bool float_panels);
   std::string name() const override;
   int num_threads() const override { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
@@ -43,7 +45,7 @@ class CpuBackend final : public Backend {
   bool use_panels(const TensorView& W) const;
   void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& body);
   ThreadPool pool_;
-  bool float_panels_ = true;   // LLMWB_FLOAT_PANELS=0 turns the panel kernels off
+  bool float_panels_ = true;   // TuningConfig::float_panels
   cpu::RepackCache repack_;   // lives no longer than the model's tensors (see RepackCache)
   // cos / sin of every position seen so far for the model's RoPE frequencies (rows of
   // head_dim / 2 cosines then as many sines, each std::cos / std::sin of the double angle, as

@@ -16,6 +16,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/huge_page_allocator.h"
 #include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
 
 namespace llmwb::cpu {
 
@@ -32,13 +33,7 @@ float* aligned_scratch(int64_t floats) {
 
 bool panel_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-bool float_panels_enabled() {
-  const char* env = std::getenv("LLMWB_FLOAT_PANELS");
-  if (!env || !*env || std::string(env) == "1") return true;
-  if (std::string(env) == "0") return false;
-  std::fprintf(stderr, "LLMWB_FLOAT_PANELS: '%s' is not 0 or 1; the 16-row panels stay on\n", env);
-  return true;
-}
+bool float_panels_enabled() { return TuningConfig::from_environment().float_panels; }
 
 bool cpu_has_panel_kernels() { return best_simd_level() == SimdLevel::Avx512; }
 

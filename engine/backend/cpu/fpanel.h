@@ -43,9 +43,9 @@ bool cpu_has_panel_kernels();
 // the in-place kernels on the original, which stays readable.
 bool panel_kernels_active();
 
-// False when the environment says LLMWB_FLOAT_PANELS=0: float weights then stay in place (the
-// lanes-along-k kernels of matmul_simd.inl) even where the panel kernels run, for comparing
-// the two in benchmarks (llmwb-cli bench, roofline --kernels).
+// TuningConfig::from_environment().float_panels: false when LLMWB_FLOAT_PANELS=0, and float
+// weights then stay in place (the lanes-along-k kernels of matmul_simd.inl) even where the
+// panel kernels run, for comparing the two in benchmarks (llmwb-cli bench, roofline --kernels).
 bool float_panels_enabled();
 
 struct FloatPanels {

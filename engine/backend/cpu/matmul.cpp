@@ -24,6 +24,7 @@
 #include "backend/huge_page_allocator.h"
 #include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
 
 namespace llmwb::cpu {
 
@@ -48,22 +49,14 @@ SimdLevel best_level() {
 
 SimdLevel lower(SimdLevel a, SimdLevel b) { return static_cast<int>(a) < static_cast<int>(b) ? a : b; }
 
+// TuningConfig::from_environment().simd (LLMWB_SIMD) lowers the start level; an engine's own
+// TuningConfig lowers it again when its CPU runner is made.
 SimdLevel initial_level() {
-  SimdLevel level = best_level();
-  if (const char* env = std::getenv("LLMWB_SIMD"); env && *env) {
-    const std::string v = env;
-    if (v == "scalar") {
-      level = SimdLevel::Scalar;
-    } else if (v == "avx2") {
-      level = lower(level, SimdLevel::Avx2);
-    } else if (v == "avx512") {
-      level = lower(level, SimdLevel::Avx512);
-    } else {
-      std::fprintf(stderr, "LLMWB_SIMD: unknown level '%s' (scalar, avx2, avx512); using %s\n", env,
-                   simd_level_name(level));
-    }
-  }
-  return level;
+  const std::string v = TuningConfig::from_environment().simd;
+  const SimdLevel best = best_level();
+  if (v == "scalar") return SimdLevel::Scalar;
+  if (v == "avx2") return lower(best, SimdLevel::Avx2);
+  return best;
 }
 
 std::atomic<int>& level_slot() {

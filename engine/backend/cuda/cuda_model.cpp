@@ -76,8 +76,8 @@ size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w) : c_(config), mm_(stream_.get()) {
-  if (const char* e = std::getenv("LLMWB_CUDA_GRAPHS"); e && std::string(e) == "0") use_graphs_ = false;
+CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const TuningConfig& tuning)
+    : c_(config), mm_(stream_.get()), use_graphs_(tuning.cuda_graphs), nvtx_layers_(tuning.nvtx_layers) {
   LLMWB_CUDA(cudaSetDevice(device_));
   LLMWB_CUDA(cudaGetDeviceProperties(&prop_, device_));
   NvtxRange range("upload weights");
@@ -338,7 +338,7 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   bool decode = true;
   int rec = -1;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    decode = decode && batch.seqs[s].n_tokens == 1 && batch.seqs[s].logits_row >= 0;
+    decode = decode && batch.seqs[s].decode && batch.seqs[s].logits_row >= 0;
     if (batch.seqs[s].capture_attention && record && record_layer >= 0) rec = static_cast<int>(s);
   }
   NvtxRange phase(decode ? "decode" : "prefill");
@@ -529,10 +529,7 @@ bool CudaModel::trims_last_layer(int n, int nl, const ForwardSeq* rs, int record
 // captures.
 void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer,
                         int rec_stride) {
-  static const bool per_layer = [] {
-    const char* e = std::getenv("LLMWB_NVTX_LAYERS");
-    return e && *e && *e != '0';
-  }();
+  const bool per_layer = nvtx_layers_;
   const cudaStream_t s = stream_.get();
   const ModelConfig& c = c_;
   const Meta& m = meta_;

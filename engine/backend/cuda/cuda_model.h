@@ -28,7 +28,8 @@ bool device_wtype(DType t, WType* out);
 
 class CudaModel final : public DeviceModel {
  public:
-  CudaModel(const ModelConfig& config, const LlamaWeights& weights);
+  CudaModel(const ModelConfig& config, const LlamaWeights& weights,
+            const TuningConfig& tuning = TuningConfig::from_environment());
   ~CudaModel() override;
 
   std::string describe() const override;
@@ -116,6 +117,7 @@ class CudaModel final : public DeviceModel {
   } meta_;
   int64_t attn_ws_floats_ = 0, max_matrix_elems_ = 0;
   bool use_graphs_ = true;
+  bool nvtx_layers_ = false;   // an NVTX range per layer (TuningConfig::nvtx_layers)
   std::map<uint64_t, Graph> graphs_;   // (rows << 32 | context bucket) -> instantiated decode step
 };
 

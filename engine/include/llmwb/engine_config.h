@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "llmwb/tuning_config.h"
+
 namespace llmwb {
 
 struct EngineConfig {
@@ -28,6 +30,9 @@ struct EngineConfig {
   // Numerics
   std::string quantize;              // "" (as stored) or a load-time quantization scheme
   std::string kv_dtype = "f32";      // KV cache element type: kv_dtypes()
+  // Implementation switches that change no token (kernels, graphs, where rows are sampled);
+  // the LLMWB_* environment variables set the defaults.
+  TuningConfig tuning = TuningConfig::from_environment();
 };
 
 // The load-time quantization schemes EngineConfig::quantize accepts besides "" (the same

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmwb {
@@ -39,6 +40,8 @@ struct ModelInfo {
   // Where a loaded engine runs it (empty from describe_model alone): "cpu (avx512, 2 threads)",
   // "cuda: NVIDIA H200, 132 SMs, 139.8 GiB, weights 2.05 GiB".
   std::string backend;
+  // The engine's tuning switches in effect (TuningConfig::describe; empty from describe_model).
+  std::vector<std::pair<std::string, std::string>> tuning;
 };
 
 }  // namespace llmwb

@@ -1,0 +1,78 @@
+// engine_impl.h — Engine's state, shared by the files that implement it: engine.cpp (the step
+// loop and the public calls), engine_load.cpp (model, runner and KV pool at start-up),
+// engine_telemetry.cpp (each step's telemetry and the attention capture).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/output_processor.h"
+#include "core/request_state.h"
+#include "kv/block_manager.h"
+#include "llmwb/engine.h"
+#include "model/model_file.h"
+#include "runner/model_runner.h"
+#include "sample/sampler.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmwb {
+
+// Seconds each phase of one step took.
+struct StepTimes {
+  double schedule = 0, forward = 0, sample = 0;
+};
+
+struct Engine::Impl {
+  EngineConfig cfg;
+  Clock::time_point t_start = Clock::now();
+  std::unique_ptr<ModelFile> file;
+  std::unique_ptr<Tokenizer> tok;
+  ModelInfo info;
+  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<OutputProcessor> output;
+  uint64_t kv_bytes = 0;
+  std::unique_ptr<BlockManager> blocks;
+  std::unique_ptr<Scheduler> sched;
+  Sampler sampler;
+  int max_model_len = 0;
+  uint64_t next_request = 1, next_seq = 1, next_arrival = 1;
+  std::map<uint64_t, std::unique_ptr<Request>> requests;
+  std::map<uint64_t, std::pair<Request*, SeqState*>> by_seq;   // seq_id -> owner
+  StepTelemetry telemetry;
+  uint64_t step_count = 0;
+  uint64_t prefix_hit_tokens = 0, prefix_queried_tokens = 0;
+  int so_prefill_seqs = 0, so_decode_seqs = 0;   // of the step being run
+  std::vector<float> logits;
+  // Attention capture (heatmap).
+  std::optional<AttentionCaptureRequest> capture;
+  uint64_t capture_request = 0;
+  std::deque<std::pair<int, std::vector<std::vector<float>>>> capture_rows;  // (pos, per head)
+
+  // engine_load.cpp
+  void load(const LoadProgress& progress);
+  // engine.cpp: a request's lifetime
+  uint64_t add(const std::vector<int>& ids, const SamplingParams& p, const std::string& text);
+  void finish(Request& r, SeqState& s, FinishReason why, const std::string& stop_reason = {});
+  void on_token(Request& r, SeqState& s, int token, float prob);
+  // engine.cpp: the named phases of a step, in order
+  SchedulerOutput schedule();
+  ForwardBatch build_batch(const SchedulerOutput& so) const;
+  DeviceSampled rows_for_the_runner_to_sample(const SchedulerOutput& so, const ForwardBatch& batch);
+  void execute(const ForwardBatch& batch, DeviceSampled& dev);
+  void advance(const SchedulerOutput& so);
+  void fork_parallel_samples(const SchedulerOutput& so, const ForwardBatch& batch);
+  void sample(const SchedulerOutput& so, const ForwardBatch& batch, const DeviceSampled& dev);
+  std::vector<RequestOutput> collect_outputs();
+  // engine_telemetry.cpp
+  void follow_newest_request();
+  void record_attention(const AttentionRecord& rec);
+  void fill_telemetry(const SchedulerOutput& so, const StepTimes& times, double t_step);
+};
+
+}  // namespace llmwb

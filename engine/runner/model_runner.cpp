@@ -1,0 +1,21 @@
+#include "runner/model_runner.h"
+
+#include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
+#include "runner/cpu_runner.h"
+#include "runner/cuda_runner.h"
+
+namespace llmwb {
+
+std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
+                                               ModelFile& file, LlamaWeights weights,
+                                               const RunnerProgress& progress) {
+  if (backend == "cpu") return std::make_unique<CpuRunner>(threads, tuning, file, std::move(weights), progress);
+  if (backend == "cuda") {
+    if (progress && !progress(0.0, "uploading weights to the GPU")) throw Error(file.path, "loading cancelled");
+    return std::make_unique<CudaRunner>(tuning, file.config, weights);
+  }
+  throw Error("backend", "'" + backend + "' is not a backend (cpu or cuda)");
+}
+
+}  // namespace llmwb

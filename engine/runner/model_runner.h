@@ -1,0 +1,66 @@
+// model_runner.h — what the engine asks of a device: one ModelRunner per device (vLLM v1's
+// GPUModelRunner). The engine schedules, builds the step's batch once and samples; a runner
+// owns everything device-side — weights in its own layout, activations, the physical KV pool —
+// and executes one step batch. The engine never asks which device it has: it asks the runner
+// what it can do (RunnerCapabilities).
+//
+// Later runners plug in here: a draft runner for speculative decoding (a second runner over the
+// same block geometry), sharded runners for tensor / pipeline parallelism (one per rank behind a
+// runner that fans the batch out), and architecture variants, which are ModelConfig fields read
+// by the forward pass each runner already has.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backend/device_model.h"
+#include "kv/block_manager.h"
+#include "kv/kv_cache.h"
+#include "model/forward_batch.h"
+#include "model/llama_weights.h"
+#include "model/model_file.h"
+
+namespace llmwb {
+
+struct TuningConfig;
+
+struct RunnerCapabilities {
+  // Samples logits rows itself (DeviceSampled: no repetition penalty) so that only the token
+  // and its probability come back.
+  bool samples_rows = false;
+};
+
+// Progress while a runner prepares weights: (fraction of its part, what). Returns false to cancel.
+using RunnerProgress = std::function<bool(double fraction, const std::string& what)>;
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  // "cpu (avx512, 2 threads)", "cuda: NVIDIA H200, 132 SMs, 139.8 GiB"
+  virtual std::string describe() const = 0;
+  virtual RunnerCapabilities capabilities() const = 0;
+  // Memory free now for the KV pool (after the weights), for sizing it.
+  virtual uint64_t kv_memory_available() const = 0;
+  // The physical KV pool: num_blocks blocks of block_size tokens, all layers, K and V
+  // (KVCache::bytes_per_block each); block ids are BlockManager's.
+  virtual void allocate_kv(int num_blocks, int block_size, KVDType dtype) = 0;
+  // Copy-on-write: whole blocks src -> dst, before the step that writes them.
+  virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
+  // One forward pass over `batch`: K/V of every token into the pool, then batch.num_logit_rows
+  // rows of logits; rows marked in `sampled` (only where samples_rows) come back as a token
+  // and its probability instead. `record` (may be null) receives the attention weights of layer
+  // `record_layer` for the sequence marked capture_attention.
+  virtual void execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
+                       DeviceSampled* sampled) = 0;
+};
+
+// The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the
+// weights bound to `file`, which must outlive the runner.
+std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
+                                               ModelFile& file, LlamaWeights weights,
+                                               const RunnerProgress& progress);
+
+}  // namespace llmwb

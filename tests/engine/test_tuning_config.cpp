@@ -1,0 +1,131 @@
+// The engine's tuning switches: one TuningConfig, defaults from the LLMWB_* variables, set by
+// name from the CLI, described for inspect and the model panel, and in effect in the engine.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "backend/cpu/matmul.h"
+#include "llmwb/engine.h"
+#include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
+#include "test_support.h"
+
+namespace llmwb {
+namespace {
+
+// Sets an environment variable for the scope.
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
+  ~ScopedEnv() { ::unsetenv(name); }
+};
+
+std::string value_of(const TuningConfig& t, const std::string& name) {
+  for (const auto& [k, v] : t.describe())
+    if (k == name) return v;
+  return "(absent)";
+}
+
+TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_CUDA_GRAPHS", "LLMWB_NVTX_LAYERS",
+                        "LLMWB_DEVICE_SAMPLING"})
+    ::unsetenv(v);
+  const TuningConfig t = TuningConfig::from_environment();
+  EXPECT_EQ(t.simd, "");
+  EXPECT_TRUE(t.float_panels);
+  EXPECT_TRUE(t.cuda_graphs);
+  EXPECT_FALSE(t.nvtx_layers);
+  EXPECT_TRUE(t.device_sampling);
+  EXPECT_EQ(value_of(t, "simd"), "best");
+  EXPECT_EQ(t.describe().size(), 5u);
+}
+
+TEST(TuningConfig, EachEnvironmentVariableSetsItsSwitch) {
+  {
+    ScopedEnv a("LLMWB_SIMD", "avx2"), b("LLMWB_FLOAT_PANELS", "0"), c("LLMWB_CUDA_GRAPHS", "0"),
+        d("LLMWB_NVTX_LAYERS", "1"), e("LLMWB_DEVICE_SAMPLING", "0");
+    const TuningConfig t = TuningConfig::from_environment();
+    EXPECT_EQ(t.simd, "avx2");
+    EXPECT_FALSE(t.float_panels);
+    EXPECT_FALSE(t.cuda_graphs);
+    EXPECT_TRUE(t.nvtx_layers);
+    EXPECT_FALSE(t.device_sampling);
+    // An EngineConfig made now carries them.
+    EXPECT_FALSE(EngineConfig{}.tuning.device_sampling);
+  }
+  EXPECT_TRUE(EngineConfig{}.tuning.device_sampling);
+}
+
+TEST(TuningConfig, AValueNotUnderstoodKeepsTheDefaultAndSaysWhichVariable) {
+  ScopedEnv a("LLMWB_CUDA_GRAPHS", "maybe");
+  testing::internal::CaptureStderr();
+  const TuningConfig t = TuningConfig::from_environment();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(t.cuda_graphs);
+  EXPECT_NE(err.find("LLMWB_CUDA_GRAPHS: 'maybe'"), std::string::npos) << err;
+}
+
+TEST(TuningConfig, SetByNameAcceptsOnOffAndLevelsAndNamesWhatIsWrong) {
+  TuningConfig t;
+  t.set("float_panels", "off");
+  t.set("simd", "scalar");
+  t.set("nvtx_layers", "on");
+  EXPECT_FALSE(t.float_panels);
+  EXPECT_EQ(t.simd, "scalar");
+  EXPECT_TRUE(t.nvtx_layers);
+  t.set("simd", "best");
+  EXPECT_EQ(t.simd, "");
+  try {
+    t.set("warp_speed", "on");
+    FAIL() << "an unknown switch was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'warp_speed' is not a tuning switch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("float_panels"), std::string::npos) << "lists the switches: " << e.what();
+  }
+  EXPECT_THROW(t.set("cuda_graphs", "sometimes"), Error);
+  EXPECT_THROW(t.set("simd", "avx9000"), Error);
+}
+
+TEST(TuningConfig, EnvironmentHelpNamesEveryVariable) {
+  const std::string h = TuningConfig::environment_help();
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_CUDA_GRAPHS", "LLMWB_NVTX_LAYERS",
+                        "LLMWB_DEVICE_SAMPLING"})
+    EXPECT_NE(h.find(v), std::string::npos) << v;
+}
+
+// The engine reports the switches it runs with, and its CPU runner applies the SIMD level:
+// greedy tokens are the same at every level (no switch changes a token).
+TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
+  const std::string model = test::shared_path("models/stories260K/stories260K.gguf");
+  std::vector<std::vector<int>> tokens;
+  const cpu::SimdLevel before = cpu::simd_level();
+  for (const char* simd : {"", "scalar"}) {
+    EngineConfig c;
+    c.model = model;
+    c.threads = 2;
+    c.tuning.simd = simd;
+    c.tuning.float_panels = *simd == '\0';
+    Engine e(c);
+    EXPECT_EQ(value_of(c.tuning, "float_panels"), *simd ? "off" : "on");
+    bool found = false;
+    for (const auto& [k, v] : e.model_info().tuning) found = found || (k == "simd" && v == (*simd ? simd : "best"));
+    EXPECT_TRUE(found) << "model_info().tuning names the simd level";
+    if (*simd) EXPECT_EQ(cpu::simd_level(), cpu::SimdLevel::Scalar);
+    SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = 40;
+    e.add_request("Once upon a time", p);
+    std::vector<int> out;
+    while (e.has_unfinished())
+      for (const auto& o : e.step())
+        if (o.finished) out = o.outputs[0].token_ids;
+    tokens.push_back(out);
+  }
+  cpu::set_simd_level(before);
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[0].size(), 40u);
+  EXPECT_EQ(tokens[0], tokens[1]);
+}
+
+}  // namespace
+}  // namespace llmwb
