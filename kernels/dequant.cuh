@@ -1,4 +1,4 @@
-// dequant.cuh — device-side reads of one weight element format (engine/model/tensor.h has the
+// dequant.cuh — device-side reads of one weight element format (engine/format/tensor.h has the
 // byte layouts; the CPU's dequantize_row is the reference the gpu tests compare against).
 #pragma once
 

@@ -13,7 +13,7 @@
 
 namespace llmwb::cuda {
 
-// Weight element formats the kernels read directly (engine/model/tensor.h has the layouts).
+// Weight element formats the kernels read directly (engine/format/tensor.h has the layouts).
 // Anything else is converted to F16 when uploaded.
 enum class WType : int { F32, F16, BF16, Q8_0, Q4_0, Q4_1, INT8_ROW, INT4_G32, INT4_G128 };
 

@@ -9,7 +9,7 @@
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
 #include "model/model_describe.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmwb::cli {

@@ -6,7 +6,7 @@
 #include "command.h"
 #include "llmwb/errors.h"
 #include "model/llama_weights.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/weight_quantizer.h"
 

@@ -29,7 +29,7 @@
 #include "command.h"
 #include "llmwb/stats.h"
 #include "llmwb/errors.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cli {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
-#include "model/model_config.h"
-#include "model/tensor.h"
+#include "request/forward_batch.h"
+#include "format/model_config.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

@@ -15,7 +15,7 @@
 #include "core/request_state.h"
 #include "kv/block_manager.h"
 #include "llmwb/engine.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "runner/model_runner.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"

@@ -12,7 +12,7 @@
 #include "llmwb/outputs.h"
 #include "llmwb/sampling_params.h"
 #include "sample/rng.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmwb {

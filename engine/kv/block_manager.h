@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "llmwb/telemetry.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 
 namespace llmwb {
 

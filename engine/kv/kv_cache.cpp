@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

@@ -32,7 +32,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/huge_page_allocator.h"
+#include "memory/huge_page_allocator.h"
 
 namespace llmwb {
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/huge_page_allocator.h"
-#include "model/forward_batch.h"
+#include "memory/huge_page_allocator.h"
+#include "request/forward_batch.h"
 #include "model/llama_weights.h"
-#include "model/model_config.h"
+#include "format/model_config.h"
 
 namespace llmwb {
 

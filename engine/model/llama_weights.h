@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

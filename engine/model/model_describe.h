@@ -3,7 +3,7 @@
 #pragma once
 
 #include "llmwb/model_info.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

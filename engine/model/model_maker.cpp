@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "llmwb/errors.h"
-#include "model/gguf_llama_metadata.h"
-#include "model/gguf_writer.h"
-#include "model/model_file.h"
-#include "model/safetensors_writer.h"
+#include "format/gguf_llama_metadata.h"
+#include "format/gguf_writer.h"
+#include "format/model_file.h"
+#include "format/safetensors_writer.h"
 #include "model/synthetic_vocab.h"
 
 namespace llmwb {

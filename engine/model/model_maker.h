@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/model_config.h"
-#include "model/tensor.h"
+#include "format/model_config.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "llmwb/errors.h"
-#include "model/gguf_llama_metadata.h"
-#include "model/gguf_writer.h"
+#include "format/gguf_llama_metadata.h"
+#include "format/gguf_writer.h"
 
 namespace llmwb {
 

@@ -10,7 +10,7 @@
 
 #include "llmwb/quant_report.h"   // TextScore, GreedyAgreement, OutputError
 #include "model/llama_weights.h"
-#include "model/model_config.h"
+#include "format/model_config.h"
 
 namespace llmwb {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "quant/model_comparison.h"
 #include "quant/quant_scheme.h"
 #include "quant/tensor_error.h"

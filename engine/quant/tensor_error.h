@@ -2,7 +2,7 @@
 #pragma once
 
 #include "llmwb/quant_report.h"   // TensorError
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

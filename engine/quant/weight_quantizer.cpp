@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "llmwb/errors.h"
-#include "model/mapped_file.h"
+#include "memory/mapped_file.h"
 
 namespace llmwb {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/llama_weights.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "quant/quant_scheme.h"
 
 namespace llmwb {

@@ -16,12 +16,12 @@
 #include <span>
 #include <string>
 
-#include "backend/device_model.h"
+#include "runner/device_model.h"
 #include "kv/block_manager.h"
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
+#include "request/forward_batch.h"
 #include "model/llama_weights.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kv/block_manager.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 
 namespace llmwb {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

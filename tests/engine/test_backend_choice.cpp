@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backend/device_model.h"
+#include "runner/device_model.h"
 #if defined(LLMWB_HAVE_CUDA)
 #include "backend/cuda/cublas_loader.h"
 #endif

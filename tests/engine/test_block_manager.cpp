@@ -12,7 +12,7 @@
 #include "kv/block_manager.h"
 #include "llmwb/errors.h"
 #include "llmwb/telemetry.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 
 namespace llmwb {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "llmwb/errors.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 namespace {

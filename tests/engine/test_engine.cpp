@@ -11,7 +11,7 @@
 #include "llmwb/errors.h"
 #include "kv/kv_cache.h"
 #include "model/llama_weights.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/weight_quantizer.h"

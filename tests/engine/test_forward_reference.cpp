@@ -9,7 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "kv/kv_cache.h"
 #include "model/llama_model.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
 #include "support/reference_forward.h"
 #include "support/test_support.h"

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "llmwb/errors.h"
-#include "model/gguf_file.h"
-#include "model/gguf_writer.h"
-#include "model/model_file.h"
+#include "format/gguf_file.h"
+#include "format/gguf_writer.h"
+#include "format/model_file.h"
 #include "support/test_support.h"
 
 namespace llmwb {

@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "llmwb/errors.h"
-#include "model/gguf_file.h"
-#include "model/gguf_writer.h"
-#include "model/model_file.h"
+#include "format/gguf_file.h"
+#include "format/gguf_writer.h"
+#include "format/model_file.h"
 #include "support/test_support.h"
 
 namespace llmwb {

@@ -11,11 +11,11 @@
 #include <string>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
-#include "model/mapped_file.h"
-#include "model/safetensors_file.h"
-#include "model/safetensors_writer.h"
+#include "memory/mapped_file.h"
+#include "format/safetensors_file.h"
+#include "format/safetensors_writer.h"
 #include "support/loader_expectations.h"
 #include "support/test_support.h"
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "model/kquants.h"
-#include "model/tensor.h"
+#include "format/kquants.h"
+#include "format/tensor.h"
 
 using namespace llmwb;
 

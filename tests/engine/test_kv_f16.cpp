@@ -15,8 +15,8 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
-#include "model/tensor.h"
+#include "request/forward_batch.h"
+#include "format/tensor.h"
 
 using namespace llmwb;
 

@@ -11,7 +11,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
+#include "request/forward_batch.h"
 
 using namespace llmwb;
 

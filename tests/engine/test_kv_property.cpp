@@ -23,7 +23,7 @@
 #include "kv/block_manager.h"
 #include "llmwb/telemetry.h"
 #include "sched/scheduler.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 
 namespace llmwb {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "support/loader_expectations.h"
 #include "support/test_support.h"
 

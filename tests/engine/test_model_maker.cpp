@@ -11,7 +11,7 @@
 #include <string>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
 #include "model/synthetic_vocab.h"
 #include "support/loader_expectations.h"

@@ -1,4 +1,4 @@
-// test_page_buffer.cpp — PageBuffer (model/page_buffer.h): zero-filled page mappings, the
+// test_page_buffer.cpp — PageBuffer (memory/page_buffer.h): zero-filled page mappings, the
 // huge-page variant's 2 MiB start, discard() returning the pages and
 // leaving the range reserved but unreadable, and ownership on move.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "model/page_buffer.h"
+#include "memory/page_buffer.h"
 
 namespace llmwb {
 namespace {

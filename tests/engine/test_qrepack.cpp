@@ -21,7 +21,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/qrepack.h"
 #include "llmwb/errors.h"
-#include "model/mapped_file.h"
+#include "memory/mapped_file.h"
 #include "support/simd_levels.h"
 
 namespace llmwb {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "llmwb/errors.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 #include "quant/tensor_error.h"
 
 using namespace llmwb;

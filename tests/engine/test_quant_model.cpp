@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "llmwb/errors.h"
-#include "model/gguf_file.h"
+#include "format/gguf_file.h"
 #include "model/llama_weights.h"
 #include "backend/cpu/cpu_backend.h"
-#include "model/mapped_file.h"
+#include "memory/mapped_file.h"
 #include "model/model_maker.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/model_comparison.h"
 #include "llmwb/quant_report.h"

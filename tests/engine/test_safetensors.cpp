@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "llmwb/errors.h"
-#include "model/mapped_file.h"
-#include "model/safetensors_file.h"
-#include "model/safetensors_writer.h"
+#include "memory/mapped_file.h"
+#include "format/safetensors_file.h"
+#include "format/safetensors_writer.h"
 #include "support/loader_expectations.h"
 #include "support/test_support.h"
 

@@ -10,7 +10,7 @@
 #include "kv/block_manager.h"
 #include "llmwb/errors.h"
 #include "sched/scheduler.h"
-#include "sched/sequence.h"
+#include "request/sequence.h"
 
 namespace llmwb {
 namespace {

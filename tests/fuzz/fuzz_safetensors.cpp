@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "llmwb/errors.h"
-#include "model/safetensors_file.h"
+#include "format/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_resources.h"
-#include "backend/device_model.h"
+#include "runner/device_model.h"
 
 namespace llmwb::test {
 

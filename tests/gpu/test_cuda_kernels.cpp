@@ -14,11 +14,11 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_matmul.h"
-#include "backend/cuda/cuda_model.h"
+#include "runner/cuda/cuda_model.h"
 #include "gpu_test.h"
 #include "kv/kv_cache.h"
 #include "llmwb_kernels.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 #include "sample/rng.h"
 #include "sample/sampler.h"
 

@@ -10,14 +10,14 @@
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/cuda_model.h"
-#include "backend/device_model.h"
+#include "runner/cuda/cuda_model.h"
+#include "runner/device_model.h"
 #include "gpu_test.h"
 #include "kv/kv_cache.h"
 #include "llmwb/engine.h"
 #include "llmwb/llm.h"
 #include "model/llama_model.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
 #include "sample/rng.h"
 #include "sample/sampler.h"

@@ -16,7 +16,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/exp_avx512.h"
 #include "backend/cpu/hsum_avx512.h"
-#include "backend/huge_page_allocator.h"
+#include "memory/huge_page_allocator.h"
 
 namespace llmwb::cpu::kernels {
 

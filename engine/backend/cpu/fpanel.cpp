@@ -14,7 +14,7 @@
 
 #include "backend/cpu/fpanel_kernels.h"
 #include "backend/cpu/matmul.h"
-#include "backend/huge_page_allocator.h"
+#include "memory/huge_page_allocator.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
 

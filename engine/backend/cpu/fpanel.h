@@ -28,8 +28,8 @@
 #include <span>
 
 #include "backend/cpu/thread_pool.h"
-#include "model/page_buffer.h"
-#include "model/tensor.h"
+#include "memory/page_buffer.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu::fpanel {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
-#include "backend/huge_page_allocator.h"
+#include "memory/huge_page_allocator.h"
 #include "backend/cpu/qmatmul.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "backend/cpu/thread_pool.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu {
 

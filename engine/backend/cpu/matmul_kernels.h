@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu::kernels {
 

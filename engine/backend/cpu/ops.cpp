@@ -8,7 +8,7 @@
 #endif
 
 #include "backend/cpu/matmul.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu {
 

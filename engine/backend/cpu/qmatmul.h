@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "backend/cpu/thread_pool.h"
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu {
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu::qkernels {
 

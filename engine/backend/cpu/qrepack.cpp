@@ -8,7 +8,7 @@
 #include <string>
 
 #include "llmwb/errors.h"
-#include "model/mapped_file.h"
+#include "memory/mapped_file.h"
 
 namespace llmwb::cpu {
 

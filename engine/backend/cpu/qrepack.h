@@ -20,8 +20,8 @@
 #include "backend/cpu/fpanel.h"
 #include "backend/cpu/qmatmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
-#include "model/page_buffer.h"
-#include "model/tensor.h"
+#include "memory/page_buffer.h"
+#include "format/tensor.h"
 
 namespace llmwb::cpu {
 

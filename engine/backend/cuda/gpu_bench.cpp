@@ -7,11 +7,11 @@
 #include <functional>
 #include <random>
 
+#include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_matmul.h"
-#include "backend/cuda/cuda_model.h"
 #include "backend/cuda/cuda_resources.h"
+#include "format/tensor.h"
 #include "llmwb_kernels.h"
-#include "model/tensor.h"
 
 namespace llmwb::cuda {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "llmwb/errors.h"
-#include "model/model_config.h"
+#include "format/model_config.h"
 
 namespace llmwb::test {
 

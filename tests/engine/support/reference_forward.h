@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb::test {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb::test {
 

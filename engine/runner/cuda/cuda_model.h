@@ -13,18 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_matmul.h"
 #include "backend/cuda/cuda_resources.h"
-#include "backend/device_model.h"
+#include "runner/device_model.h"
 #include "llmwb_kernels.h"
 
 namespace llmwb::cuda {
-
-int device_count();                  // 0 on any error
-std::string unavailable_reason();    // empty when device 0 is usable
-std::string device_name();           // device 0's name ("NVIDIA H200"), "" on any error
-// The kernels' name for a stored weight type; false for types converted to F16 on upload.
-bool device_wtype(DType t, WType* out);
 
 class CudaModel final : public DeviceModel {
  public:

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "model/mapped_file.h"
-#include "model/model_config.h"
-#include "model/page_buffer.h"
-#include "model/tensor.h"
+#include "memory/mapped_file.h"
+#include "format/model_config.h"
+#include "memory/page_buffer.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

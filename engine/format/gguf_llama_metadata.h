@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "model/gguf_writer.h"
-#include "model/model_config.h"
-#include "model/model_file.h"
+#include "format/gguf_writer.h"
+#include "format/model_config.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

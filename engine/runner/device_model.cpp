@@ -1,12 +1,12 @@
 // device_model.cpp — the accelerator factories, present in every build: without the CUDA
 // toolkit they report why the backend is missing instead of failing to link.
-#include "backend/device_model.h"
+#include "runner/device_model.h"
 
 #include "llmwb/backends.h"
 #include "llmwb/errors.h"
 
 #if LLMWB_HAVE_CUDA
-#include "backend/cuda/cuda_model.h"
+#include "runner/cuda/cuda_model.h"
 #endif
 
 namespace llmwb {

@@ -1,6 +1,6 @@
 // gguf_writer.cpp — GGUF v3 output (layout in gguf_file.h; spec:
 // https://github.com/ggml-org/ggml/blob/master/docs/gguf.md).
-#include "model/gguf_writer.h"
+#include "format/gguf_writer.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "llmwb/errors.h"
-#include "model/gguf_file.h"
+#include "format/gguf_file.h"
 
 namespace llmwb {
 

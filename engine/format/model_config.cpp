@@ -1,6 +1,6 @@
 // model_config.cpp — consistency checks of a Llama-family configuration, run by every
 // loader so that a bad file fails at load time with a named field, not inside a kernel.
-#include "model/model_config.h"
+#include "format/model_config.h"
 
 #include <cmath>
 #include <cstdio>

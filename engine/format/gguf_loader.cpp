@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "llmwb/errors.h"
-#include "model/gguf_file.h"
-#include "model/model_file.h"
+#include "format/gguf_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

@@ -3,7 +3,7 @@
 // GGUF k-quants Q4_K / Q5_K / Q6_K (ggml's dequantize_row_q*_K; the quantizers are in
 // kquants.cpp), and our own
 // per-row INT8 and partial-tail INT4 layouts (docs/QUANTIZATION.md).
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "llmwb/errors.h"
-#include "model/kquants.h"
+#include "format/kquants.h"
 
 namespace llmwb {
 

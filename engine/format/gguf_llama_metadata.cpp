@@ -1,4 +1,4 @@
-#include "model/gguf_llama_metadata.h"
+#include "format/gguf_llama_metadata.h"
 
 #include "llmwb/errors.h"
 

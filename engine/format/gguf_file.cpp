@@ -1,5 +1,5 @@
 // gguf_file.cpp — the bounds-checked GGUF parser (see gguf_file.h for the layout).
-#include "model/gguf_file.h"
+#include "format/gguf_file.h"
 
 #include <algorithm>
 #include <cstdio>

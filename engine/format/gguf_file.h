@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

@@ -17,13 +17,13 @@
 // squared error. The weights w = rms(x) + |x| favour the large elements, which dominate the
 // matmul outputs, without ignoring the small ones (the same spirit as llama.cpp's reference
 // quantizer; the candidates, the refinement step and the code are our own).
-#include "model/kquants.h"
+#include "format/kquants.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

@@ -1,5 +1,5 @@
 // mapped_file.cpp — POSIX mmap of a whole file, read-only and private.
-#include "model/mapped_file.h"
+#include "memory/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,5 +1,5 @@
 // page_buffer.cpp — anonymous private mappings; see page_buffer.h for why.
-#include "model/page_buffer.h"
+#include "memory/page_buffer.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

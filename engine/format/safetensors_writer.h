@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tensor.h"
+#include "format/tensor.h"
 
 namespace llmwb {
 

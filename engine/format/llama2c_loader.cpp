@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 

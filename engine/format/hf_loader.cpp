@@ -19,8 +19,8 @@
 #include <sstream>
 
 #include "llmwb/errors.h"
-#include "model/model_file.h"
-#include "model/safetensors_file.h"
+#include "format/model_file.h"
+#include "format/safetensors_file.h"
 
 namespace llmwb {
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
+#include "request/forward_batch.h"
 #include "model/llama_weights.h"
-#include "model/model_config.h"
+#include "format/model_config.h"
 #include "llmwb/tuning_config.h"
 
 namespace llmwb {

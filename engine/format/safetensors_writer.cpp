@@ -1,5 +1,5 @@
 // safetensors_writer.cpp — header JSON, 8-byte padding, streamed tensor data.
-#include "model/safetensors_writer.h"
+#include "format/safetensors_writer.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmwb/errors.h"
-#include "model/safetensors_file.h"
+#include "format/safetensors_file.h"
 
 namespace llmwb {
 

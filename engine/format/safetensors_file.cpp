@@ -4,7 +4,7 @@
 // header length within the file and below 100 MB, a JSON object, unique names, known dtypes,
 // begin <= end, byte size == product(shape) * element size, and the tensors tiling the data
 // section from 0 to its end without overlap or holes.
-#include "model/safetensors_file.h"
+#include "format/safetensors_file.h"
 
 #include <algorithm>
 #include <cstring>

@@ -23,7 +23,7 @@ enum class DType : uint8_t {
   // Added for quantization (engine/quant, docs/QUANTIZATION.md).
   Q4_1,  // GGUF: blocks of 32: fp16 d, fp16 m, 16 bytes of nibbles as Q4_0; x = d * q + m
   Q4_K,  // GGUF k-quants, super-blocks of 256 (ggml block_q4_K / q5_K / q6_K layouts);
-  Q5_K,  //   quantizers in model/kquants.h
+  Q5_K,  //   quantizers in format/kquants.h
   Q6_K,
   INT8_ROW,       // ours: per row f32 scale s, then cols x int8 q; x = s * q (symmetric)
   INT8_ASYM_ROW,  // ours: per row f32 scale s, int32 zero point z, cols x int8; x = s * (q - z)

@@ -1,5 +1,5 @@
 // model_file.cpp — tensor lookup and format detection.
-#include "model/model_file.h"
+#include "format/model_file.h"
 
 #include <cstring>
 #include <filesystem>
