@@ -8,7 +8,7 @@
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
-#include "test_support.h"
+#include "support/test_support.h"
 
 namespace llmwb {
 namespace {
@@ -110,7 +110,9 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
     bool found = false;
     for (const auto& [k, v] : e.model_info().tuning) found = found || (k == "simd" && v == (*simd ? simd : "best"));
     EXPECT_TRUE(found) << "model_info().tuning names the simd level";
-    if (*simd) EXPECT_EQ(cpu::simd_level(), cpu::SimdLevel::Scalar);
+    if (*simd) {
+      EXPECT_EQ(cpu::simd_level(), cpu::SimdLevel::Scalar);
+    }
     SamplingParams p;
     p.temperature = 0;
     p.max_tokens = 40;
