@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "llmwb/errors.h"
+#include "llmwb/stats.h"
 
 namespace llmwb::gui {
 
@@ -331,7 +332,7 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
     ttft_sum += out.time_to_first_token;
     output_tokens += long(c.token_ids.size());
     if (c.token_ids.size() > 1) {
-      tpot_sum += (out.total_time - out.time_to_first_token) / double(c.token_ids.size() - 1);
+      tpot_sum += time_per_output_token(out.total_time, out.time_to_first_token, c.token_ids.size());
       ++tpot_n;
     }
   }
