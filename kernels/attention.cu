@@ -74,13 +74,13 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Element d of kv head kvh in `slot` of one layer's K or V (base, scale: KVLayer's), as a float.
-template <KVKind K>
+template <KVDType K>
 __device__ __forceinline__ float kv_elem(const void* base, const float* scale, int64_t slot, int64_t kv_dim,
                                          int n_kv_heads, int kvh, int hd, int d) {
   const int64_t i = slot * kv_dim + int64_t(kvh) * hd + d;
-  if constexpr (K == KVKind::I8)
+  if constexpr (K == KVDType::INT8)
     return scale[slot * n_kv_heads + kvh] * static_cast<float>(static_cast<const int8_t*>(base)[i]);
-  else if constexpr (K == KVKind::F16)
+  else if constexpr (K == KVDType::F16)
     return __half2float(static_cast<const __half*>(base)[i]);
   else
     return static_cast<const float*>(base)[i];
@@ -88,7 +88,7 @@ __device__ __forceinline__ float kv_elem(const void* base, const float* scale, i
 
 
 // NC = head_dim / 32: output dims per lane.
-template <int NC, KVKind K>
+template <int NC, KVDType K>
 __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const float* __restrict__ q, KVLayer kv,
                                                                       AttentionBatch b, AttentionShape sh,
                                                                       int split_len, int n_splits,
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_tiled_kernel(const floa
 // 8 halves; int8: 4-byte loads of 4 codes); lane l
 // accumulates output dims l, l+32, ... reading V rows coalesced. Same partials as the tiled
 // kernel, combined by the same kernel.
-template <int NC, KVKind K>
+template <int NC, KVDType K>
 __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const float* __restrict__ q, KVLayer kv,
                                                                        AttentionBatch b, AttentionShape sh,
                                                                        int split_len, int n_splits,
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     if (j < end) {
       slot = int64_t(table[j / sh.block_size]) * sh.block_size + j % sh.block_size;
       float dot = 0.0f;
-      if constexpr (K == KVKind::I8) {   // 4 codes per load; the scale once per position
+      if constexpr (K == KVDType::INT8) {   // 4 codes per load; the scale once per position
         const char4* kr = reinterpret_cast<const char4*>(static_cast<const int8_t*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
 #pragma unroll 8
         for (int d4 = 0; d4 < HD / 4; ++d4) {
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
                  qw[4 * d4 + 3] * float(kk.w);
         }
         dot *= kv.k_scale[slot * sh.n_kv_heads + kvh];
-      } else if constexpr (K == KVKind::F16) {   // 8 halves per load, summed 4 at a time as the f32 path
+      } else if constexpr (K == KVDType::F16) {   // 8 halves per load, summed 4 at a time as the f32 path
         const uint4* kr = reinterpret_cast<const uint4*>(static_cast<const __half*>(kv.k) + slot * kv_dim + int64_t(kvh) * HD);
 #pragma unroll 4
         for (int d8 = 0; d8 < HD / 8; ++d8) {
@@ -257,12 +257,12 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(const flo
     for (int jj = 0; jj < n_valid; ++jj) {
       const float w = __shfl_sync(0xffffffffu, pr, jj);
       const int64_t sj = __shfl_sync(0xffffffffu, slot, jj);
-      if constexpr (K == KVKind::I8) {
+      if constexpr (K == KVDType::INT8) {
         const int8_t* vr = static_cast<const int8_t*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
         const float ws = w * kv.v_scale[sj * sh.n_kv_heads + kvh];
 #pragma unroll
         for (int c = 0; c < NC; ++c) acc[c] += ws * float(vr[lane + 32 * c]);
-      } else if constexpr (K == KVKind::F16) {
+      } else if constexpr (K == KVDType::F16) {
         const __half* vr = static_cast<const __half*>(kv.v) + sj * kv_dim + int64_t(kvh) * HD;
 #pragma unroll
         for (int c = 0; c < NC; ++c) acc[c] += w * __half2float(vr[lane + 32 * c]);
@@ -298,7 +298,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ ws, int n_hea
 }
 
 // One block per (row, head): scores of every position in shared memory, softmax, weighted sum.
-template <KVKind K>
+template <KVDType K>
 __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, AttentionBatch b, AttentionShape sh,
                                        float* __restrict__ out, float* __restrict__ weights, int first_row,
                                        int n_weight_rows, int weights_stride) {
@@ -353,7 +353,7 @@ __global__ void attention_naive_kernel(const float* __restrict__ q, KVLayer kv, 
   }
 }
 
-template <int NC, KVKind K>
+template <int NC, KVDType K>
 cudaError_t launch_tiled(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                          const Split& sp, float* ws, cudaStream_t s) {
   constexpr int HD = NC * 32;
@@ -367,7 +367,7 @@ cudaError_t launch_tiled(const float* q, const KVLayer& kv, const AttentionBatch
   return cudaGetLastError();
 }
 
-template <int NC, KVKind K>
+template <int NC, KVDType K>
 cudaError_t launch_decode(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                           const Split& sp, float* ws, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(b.n_rows), static_cast<unsigned>((sh.n_heads + kWarps - 1) / kWarps),
@@ -417,16 +417,16 @@ cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b
   const cudaError_t e = with_head_chunks(sh.head_dim / 32, [&](auto nc) {
     constexpr int NC = decltype(nc)::value;
     switch (kv.kind) {
-      case KVKind::I8:
-        return decode ? launch_decode<NC, KVKind::I8>(q, kv, b, sh, sp, workspace, s)
-                      : launch_tiled<NC, KVKind::I8>(q, kv, b, sh, sp, workspace, s);
-      case KVKind::F16:
-        return decode ? launch_decode<NC, KVKind::F16>(q, kv, b, sh, sp, workspace, s)
-                      : launch_tiled<NC, KVKind::F16>(q, kv, b, sh, sp, workspace, s);
-      case KVKind::F32: break;
+      case KVDType::INT8:
+        return decode ? launch_decode<NC, KVDType::INT8>(q, kv, b, sh, sp, workspace, s)
+                      : launch_tiled<NC, KVDType::INT8>(q, kv, b, sh, sp, workspace, s);
+      case KVDType::F16:
+        return decode ? launch_decode<NC, KVDType::F16>(q, kv, b, sh, sp, workspace, s)
+                      : launch_tiled<NC, KVDType::F16>(q, kv, b, sh, sp, workspace, s);
+      case KVDType::F32: break;
     }
-    return decode ? launch_decode<NC, KVKind::F32>(q, kv, b, sh, sp, workspace, s)
-                  : launch_tiled<NC, KVKind::F32>(q, kv, b, sh, sp, workspace, s);
+    return decode ? launch_decode<NC, KVDType::F32>(q, kv, b, sh, sp, workspace, s)
+                  : launch_tiled<NC, KVDType::F32>(q, kv, b, sh, sp, workspace, s);
   });
   if (e != cudaSuccess) return e;
   LLMWB_LAUNCH(dim3(static_cast<unsigned>(b.n_rows), static_cast<unsigned>(sh.n_heads)), static_cast<unsigned>(sh.head_dim), 0, s, attention_combine_kernel)(workspace, sh.n_heads, sh.head_dim, sp.n,
@@ -435,7 +435,7 @@ cudaError_t attention(const float* q, const KVLayer& kv, const AttentionBatch& b
 }
 
 namespace {
-template <KVKind K>
+template <KVDType K>
 cudaError_t launch_naive(const float* q, const KVLayer& kv, const AttentionBatch& b, const AttentionShape& sh,
                          float* out, float* weights, int first_row, int n_weight_rows, int weights_stride,
                          cudaStream_t s) {
@@ -456,13 +456,13 @@ cudaError_t attention_naive(const float* q, const KVLayer& kv, const AttentionBa
                             cudaStream_t s) {
   if (b.n_rows <= 0) return cudaSuccess;
   switch (kv.kind) {
-    case KVKind::I8:
-      return launch_naive<KVKind::I8>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
-    case KVKind::F16:
-      return launch_naive<KVKind::F16>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
-    case KVKind::F32: break;
+    case KVDType::INT8:
+      return launch_naive<KVDType::INT8>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+    case KVDType::F16:
+      return launch_naive<KVDType::F16>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+    case KVDType::F32: break;
   }
-  return launch_naive<KVKind::F32>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
+  return launch_naive<KVDType::F32>(q, kv, b, sh, out, weights, first_row, n_weight_rows, weights_stride, s);
 }
 
 }  // namespace llmwb::cuda

@@ -243,12 +243,12 @@ cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float*
   const int64_t elems = pool.elem_offset(layer), scales = pool.scale_offset(layer);
   for (int r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
     const int n = n_rows - r0 < kMaxGridY ? n_rows - r0 : kMaxGridY;
-    if (pool.kind == KVKind::I8) {
+    if (pool.kind == KVDType::INT8) {
       LLMWB_LAUNCH(dim3(static_cast<unsigned>((pool.n_kv_heads + 3) / 4), static_cast<unsigned>(n)), kThreads, 0, s,
                    store_kv_int8_kernel)(static_cast<int8_t*>(pool.k) + elems, static_cast<int8_t*>(pool.v) + elems,
                                          pool.k_scale + scales, pool.v_scale + scales, k + int64_t(r0) * kv_dim,
                                          v + int64_t(r0) * kv_dim, slots + r0, pool.n_kv_heads, pool.head_dim);
-    } else if (pool.kind == KVKind::F16) {
+    } else if (pool.kind == KVDType::F16) {
       LLMWB_LAUNCH(dim3(col_blocks(kv_dim), static_cast<unsigned>(n)), kThreads, 0, s, store_kv_f16_kernel)(
           static_cast<unsigned short*>(pool.k) + elems, static_cast<unsigned short*>(pool.v) + elems,
           k + int64_t(r0) * kv_dim, v + int64_t(r0) * kv_dim, slots + r0, static_cast<int>(kv_dim));
@@ -277,10 +277,10 @@ cudaError_t copy_blocks(const KVPool& pool, int n_layers, int block_size, const 
   if (n_pairs <= 0 || n_layers <= 0) return cudaSuccess;
   if (n_pairs > kMaxGridY || n_layers > 65535) return cudaErrorInvalidValue;
   const int64_t block_elems = block_size * pool.kv_dim();
-  if (pool.kind == KVKind::F32)
+  if (pool.kind == KVDType::F32)
     return copy_pool_blocks(static_cast<float*>(pool.k), static_cast<float*>(pool.v), n_layers, pool.elem_offset(1),
                             block_elems, pairs, n_pairs, s);
-  if (pool.kind == KVKind::F16)
+  if (pool.kind == KVDType::F16)
     return copy_pool_blocks(static_cast<unsigned short*>(pool.k), static_cast<unsigned short*>(pool.v), n_layers,
                             pool.elem_offset(1), block_elems, pairs, n_pairs, s);
   const cudaError_t e = copy_pool_blocks(static_cast<int8_t*>(pool.k), static_cast<int8_t*>(pool.v), n_layers,

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "llmwb_kernel_types.h"
+
 namespace llmwb::cuda {
 
 // Weight element formats the kernels read directly (engine/format/tensor.h has the layouts).
@@ -44,22 +46,16 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s);
 
 // ---- the K/V pool (elementwise.cu writes and copies it; attention.cu reads it) ---------------
-// K and V of every layer, layer-major: [layer][block][slot][kv_dim] elements of one kind
-// (engine/kv/kv_cache.h's layouts, so a slot holds the same bytes on both backends):
-// * F32: floats.
-// * F16: IEEE binary16 bits (2 bytes), kv_half(x): x saturated to [-65504, 65504] (NaN kept),
-//   rounded to nearest even.
-// * I8: int8 codes, an element is scale * code with one f32 scale per (layer, slot, kv head),
-//   the scales [layer][block][slot][n_kv_heads] beside the codes: scale = |max| / 127 over the
-//   head's dims, code = round(x / scale).
-enum class KVKind : uint8_t { F32, F16, I8 };
-inline int kv_elem_bytes(KVKind k) { return k == KVKind::F32 ? 4 : k == KVKind::F16 ? 2 : 1; }
+// K and V of every layer, layer-major: [layer][block][slot][kv_dim] elements of one KVDType
+// (llmwb_kernel_types.h; engine/kv/kv_cache.h's layouts, so a slot holds the same bytes on both
+// backends); an INT8 pool's scales lie [layer][block][slot][n_kv_heads] beside the codes.
+inline int kv_elem_bytes(KVDType k) { return k == KVDType::F32 ? 4 : k == KVDType::F16 ? 2 : 1; }
 struct KVPool {
   void* k = nullptr;
   void* v = nullptr;
   float* k_scale = nullptr;   // I8 only
   float* v_scale = nullptr;
-  KVKind kind = KVKind::F32;
+  KVDType kind = KVDType::F32;
   int64_t n_slots = 0;        // num_blocks * block_size (slots of one layer)
   int n_kv_heads = 0, head_dim = 0;
   int64_t kv_dim() const { return int64_t(n_kv_heads) * head_dim; }
@@ -73,16 +69,16 @@ struct KVLayer {
   const void* v = nullptr;
   const float* k_scale = nullptr;   // I8 only
   const float* v_scale = nullptr;
-  KVKind kind = KVKind::F32;
+  KVDType kind = KVDType::F32;
 };
 inline KVLayer kv_layer(const KVPool& p, int layer) {
   const int64_t bytes = p.elem_offset(layer) * kv_elem_bytes(p.kind);
-  const bool i8 = p.kind == KVKind::I8;
+  const bool i8 = p.kind == KVDType::INT8;
   return {static_cast<const uint8_t*>(p.k) + bytes, static_cast<const uint8_t*>(p.v) + bytes,
           i8 ? p.k_scale + p.scale_offset(layer) : nullptr, i8 ? p.v_scale + p.scale_offset(layer) : nullptr, p.kind};
 }
 // An f32 layer of K and V (one layer's [slot][kv_dim] floats).
-inline KVLayer kv_f32(const float* k, const float* v) { return {k, v, nullptr, nullptr, KVKind::F32}; }
+inline KVLayer kv_f32(const float* k, const float* v) { return {k, v, nullptr, nullptr, KVDType::F32}; }
 // Writes row r of k and v (kv_dim floats each) to slot slots[r] of `layer` (slot < 0: skipped):
 // rounded to half in an F16 pool, quantized per kv head in an I8 pool.
 cudaError_t store_kv(const KVPool& pool, int layer, const float* k, const float* v, const int64_t* slots, int n_rows,
@@ -156,20 +152,12 @@ cudaError_t attention_naive(const float* q, const KVLayer& kv, const AttentionBa
 // prob (may be null): prob[r] = that token's probability under softmax(logits[r]) (temperature
 // 1), the figure the CPU sampler reports for a greedy token.
 cudaError_t argmax_rows(const float* logits, int n_rows, int vocab, int* out, float* prob, cudaStream_t s);
-// Per-row sampling parameters (a device array, one per row).
-struct DeviceSampling {
-  float temperature = 1.0f;   // <= 0: greedy (the argmax; prob as argmax_rows)
-  int top_k = 0;              // 0 or >= vocab: off
-  float top_p = 1.0f;         // 1: off
-  float min_p = 0.0f;         // 0: off
-  double u = 0.0;             // uniform in [0, 1), drawn by the host from the sequence's RNG
-};
 // out[r] = the token the CPU sampler (engine/sample/sampler.cpp, without repetition penalty)
 // draws from logits[r] with these parameters and uniform u: softmax at temperature, candidates in
 // descending probability (ties to the lower id), top-k, then top-p (of the whole mass), then
 // min-p, renormalized; the first candidate whose running probability exceeds u. prob[r] = its
 // probability in that distribution.
-cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const DeviceSampling* params, int* out,
+cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const RowSampling* params, int* out,
                         float* prob, cudaStream_t s);
 
 }  // namespace llmwb::cuda

@@ -106,11 +106,11 @@ __device__ uint64_t largest_key(uint64_t lo, Pred&& holds) {
 // with e >= min_p (e of the most likely is 1); probabilities renormalized over the kept set as
 // floats; then the first candidate whose running sum (double) exceeds u. Each cut is a key
 // found by bisection over the rank keys (block-wide counts and sums; nothing is sorted).
-__global__ void sample_kernel(const float* logits, int vocab, const DeviceSampling* params, int* out, float* prob) {
+__global__ void sample_kernel(const float* logits, int vocab, const RowSampling* params, int* out, float* prob) {
   __shared__ double red[kThreads / 32];
   __shared__ uint64_t redk[kThreads / 32];
   const float* row = logits + int64_t(blockIdx.x) * vocab;
-  const DeviceSampling p = params[blockIdx.x];
+  const RowSampling p = params[blockIdx.x];
   float mx;
   int best;
   row_max(row, vocab, mx, best);
@@ -185,7 +185,7 @@ __global__ void sample_kernel(const float* logits, int vocab, const DeviceSampli
 
 }  // namespace
 
-cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const DeviceSampling* params, int* out,
+cudaError_t sample_rows(const float* logits, int n_rows, int vocab, const RowSampling* params, int* out,
                         float* prob, cudaStream_t s) {
   if (n_rows <= 0 || vocab <= 0) return cudaSuccess;
   LLMWB_LAUNCH(static_cast<unsigned>(n_rows), kThreads, 0, s, sample_kernel)(logits, vocab, params, out, prob);

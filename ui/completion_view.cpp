@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "live_text.h"
+#include "llmwb/stats.h"
 #include "sampling_params_editor.h"
 #include "token_chips_view.h"
 
@@ -134,7 +135,7 @@ void CompletionView::on_delta(const TokenDelta& d) {
   }
   last_reason_ = d.finish_reason;
   ticket_ = 0;
-  const double tpot = generated_tokens_ > 1 ? (d.total_time - d.time_to_first_token) / (generated_tokens_ - 1) : 0.0;
+  const double tpot = time_per_output_token(d.total_time, d.time_to_first_token, size_t(std::max(generated_tokens_, 0)));
   QString line = tr("%1 tokens · %2 · TTFT %3 ms · TPOT %4 ms · %5 tok/s")
                      .arg(generated_tokens_)
                      .arg(to_string(d.finish_reason))

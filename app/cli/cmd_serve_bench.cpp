@@ -16,6 +16,7 @@
 #include "command.h"
 #include "engine_flags.h"
 #include "llmwb/engine.h"
+#include "llmwb/stats.h"
 
 namespace llmwb::cli {
 namespace {
@@ -81,7 +82,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
       r.output_tokens += c.token_ids.size();
       ttfts.push_back(o.time_to_first_token);
       if (c.token_ids.size() > 1)
-        tpots.push_back((o.total_time - o.time_to_first_token) / double(c.token_ids.size() - 1));
+        tpots.push_back(time_per_output_token(o.total_time, o.time_to_first_token, c.token_ids.size()));
     }
     const StepTelemetry& t = e.telemetry();
     sum_alloc += t.slots_allocated;
@@ -111,10 +112,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   };
   r.mean_ttft = mean(ttfts);
   r.mean_tpot = mean(tpots);
-  if (!tpots.empty()) {
-    std::sort(tpots.begin(), tpots.end());
-    r.p50_tpot = tpots[tpots.size() / 2];
-  }
+  r.p50_tpot = median(tpots);
   r.waste_paged = sum_alloc ? 1.0 - double(sum_filled) / double(sum_alloc) : 0;
   r.waste_contiguous = r.contiguous_slots ? 1.0 - double(r.peak_slots_filled) / double(r.contiguous_slots) : 0;
   return r;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "llmwb/errors.h"
+#include "llmwb/stats.h"
 
 namespace llmwb::gui {
 
@@ -140,12 +141,9 @@ void EngineWorker::run_steps() {
 
 bool EngineWorker::run_step() {
   if (!engine_ || !engine_->has_unfinished()) return false;
-  const bool logging = step_log_.enabled();
-  StepSample sample;
-  if (logging) {
-    sample.phase = step_log_.phase();
-    sample.start = StepLog::now();
-  }
+  StepObserver* const observer = step_observer();
+  if (observer) observer->step_started();
+  int step_tokens = 0, step_context = 0;
   std::vector<RequestOutput> outputs;
   try {
     outputs = engine_->step();
@@ -164,9 +162,9 @@ bool EngineWorker::run_step() {
     if (it == active_.end()) continue;  // aborted by the user, already reported
     bool first_token = false;
     ui::TokenDelta d = absorb(it->second, out, first_token);
-    if (logging) {
-      sample.tokens += int(d.token_ids.size());
-      sample.context = std::max(sample.context, d.num_prompt_tokens + d.num_output_tokens);
+    if (observer) {
+      step_tokens += int(d.token_ids.size());
+      step_context = std::max(step_context, d.num_prompt_tokens + d.num_output_tokens);
     }
     urgent = urgent || first_token || d.finished;
     if (d.finished) active_.erase(it);
@@ -175,11 +173,8 @@ bool EngineWorker::run_step() {
   const bool idle = !engine_->has_unfinished();
   urgent = urgent || idle;
   mail.latest = snapshot(urgent);
-  if (logging) {
-    // Recorded before the post: a finish the reader receives comes after its last sample.
-    sample.seconds = StepLog::now() - sample.start;
-    step_log_.record(sample);
-  }
+  // Recorded before the post: a finish the reader receives comes after its last sample.
+  if (observer) observer->step_finished(step_tokens, step_context);
   mailbox_.post(std::move(mail), urgent);
   return !idle;
 }
@@ -331,7 +326,7 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
     ttft_sum += out.time_to_first_token;
     output_tokens += long(c.token_ids.size());
     if (c.token_ids.size() > 1) {
-      tpot_sum += (out.total_time - out.time_to_first_token) / double(c.token_ids.size() - 1);
+      tpot_sum += time_per_output_token(out.total_time, out.time_to_first_token, c.token_ids.size());
       ++tpot_n;
     }
   }

@@ -23,7 +23,7 @@
 #include "llmwb/quant_report.h"
 #include "frame_mailbox.h"
 #include "meta_types.h"
-#include "step_log.h"
+#include "step_observer.h"
 
 namespace llmwb::gui {
 
@@ -41,8 +41,10 @@ class EngineWorker : public QObject {
   void cancel_load(quint64 ticket);
   void cancel_experiment();
   void cancel_quant_report();
-  // Per-step timing for the GUI benchmark's A/B mode (off unless enabled there).
-  StepLog& step_log() { return step_log_; }
+  // A harness's per-step observer (the GUI benchmark's A/B mode); null, the default, for none.
+  // Set only while no generation runs.
+  void set_step_observer(StepObserver* observer) { observer_.store(observer, std::memory_order_release); }
+  StepObserver* step_observer() const { return observer_.load(std::memory_order_acquire); }
 
  public slots:
   void load_model(const llmwb::EngineConfig& config, quint64 ticket);
@@ -117,7 +119,7 @@ class EngineWorker : public QObject {
   std::atomic<quint64> cancelled_up_to_{0};
   std::atomic<bool> cancel_experiment_{false};
   std::atomic<bool> cancel_quant_{false};
-  StepLog step_log_;
+  std::atomic<StepObserver*> observer_{nullptr};
 };
 
 }  // namespace llmwb::gui

@@ -130,7 +130,7 @@ DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput&
     const auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
     const SamplingParams& p = req->params;
     if (p.repetition_penalty != 1.0f || req->forks_at(*st) || st->done) continue;
-    DeviceRowSampling& d = dev.params[static_cast<size_t>(row)];
+    RowSampling& d = dev.params[static_cast<size_t>(row)];
     d.temperature = p.temperature;
     d.top_k = p.top_k;
     d.top_p = p.top_p;

@@ -32,11 +32,11 @@
 #include <memory>
 #include <string>
 
+#include "llmwb_kernel_types.h"
 #include "memory/huge_page_allocator.h"
 
 namespace llmwb {
 
-enum class KVDType : uint8_t { F32, INT8, F16 };
 // "f32" / "f16" / "int8" (EngineConfig::kv_dtype); false for anything else.
 bool kv_dtype_from_name(const std::string& name, KVDType* out);
 const char* kv_dtype_name(KVDType t);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "llmwb_kernel_types.h"
 #include "request/forward_batch.h"
 #include "model/llama_weights.h"
 #include "format/model_config.h"
@@ -21,18 +22,12 @@
 
 namespace llmwb {
 
-// Logits rows the device samples itself, as the CPU sampler would (engine/sample/sampler.h, no
-// repetition penalty): only the token and its probability come back, not vocab_size floats.
-struct DeviceRowSampling {
-  float temperature = 0.0f;   // <= 0: greedy (the argmax, lowest id on ties; prob under the plain softmax)
-  int top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  double u = 0.0;             // the sequence's next uniform (its Rng), for temperature > 0
-};
+// Logits rows the device samples itself, as the CPU sampler would (RowSampling, in
+// llmwb_kernel_types.h: no repetition penalty): only the token and its probability come back,
+// not vocab_size floats.
 struct DeviceSampled {
   std::vector<uint8_t> rows;                // per logits row: 1 = sampled on the device (that row of `logits` is not written)
-  std::vector<DeviceRowSampling> params;    // per logits row (read where rows[r] is 1)
+  std::vector<RowSampling> params;          // per logits row (read where rows[r] is 1)
   std::vector<int> token;                   // out, per logits row
   std::vector<float> prob;                  // out
 };

@@ -268,7 +268,7 @@ TEST(CudaKernels, StoreKvWritesSlotsAndCopyBlocksCopiesEveryLayer) {
   const std::vector<float> k = random_floats(n * kv_dim, rng), v = random_floats(n * kv_dim, rng);
   const std::vector<int64_t> slots{3, 17, -1, 22};   // -1: skipped
   const DeviceBuffer dkn = to_device(k), dvn = to_device(v), ds = to_device(slots);
-  const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, cuda::KVKind::F32, int64_t(num_blocks) * bs, 5, kv_dim / 5};
+  const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, KVDType::F32, int64_t(num_blocks) * bs, 5, kv_dim / 5};
   LLMWB_CUDA(cuda::store_kv(pool, 1, dkn.as<float>(), dvn.as<float>(), ds.as<int64_t>(), n, nullptr));
   for (int r = 0; r < n; ++r) {
     if (slots[r] < 0) continue;
@@ -330,7 +330,7 @@ TEST(CudaKernels, Int8StoreKvWritesTheCpuCachesCodesAndScales) {
     LLMWB_CUDA(cudaMemset(dv.as(), 0x55, codes));
     LLMWB_CUDA(cudaMemset(dks.as(), 0xFF, dks.bytes()));   // NaN scales: an unwritten slot fails
     LLMWB_CUDA(cudaMemset(dvs.as(), 0xFF, dvs.bytes()));
-    const cuda::KVPool pool{dk.as(), dv.as(), dks.as<float>(), dvs.as<float>(), cuda::KVKind::I8, n_slots, n_kv_heads,
+    const cuda::KVPool pool{dk.as(), dv.as(), dks.as<float>(), dvs.as<float>(), KVDType::INT8, n_slots, n_kv_heads,
                             head_dim};
     KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::INT8);
     // Every slot of every layer written, 7 rows per launch; row 0 of each launch has a zero head
@@ -407,7 +407,7 @@ TEST(CudaKernels, F16StoreKvWritesTheCpuCachesHalves) {
     DeviceBuffer dk(2 * elems), dv(2 * elems);
     LLMWB_CUDA(cudaMemset(dk.as(), 0x55, dk.bytes()));
     LLMWB_CUDA(cudaMemset(dv.as(), 0x55, dv.bytes()));
-    const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, cuda::KVKind::F16, n_slots, n_kv_heads, head_dim};
+    const cuda::KVPool pool{dk.as(), dv.as(), nullptr, nullptr, KVDType::F16, n_slots, n_kv_heads, head_dim};
     KVCache cpu(n_layers, num_blocks, bs, n_kv_heads, head_dim, KVDType::F16);
     auto random_value = [&] {
       const uint32_t sign = uint32_t(rng() & 1) << 31, mant = uint32_t(rng() & 0x7FFFFF);
@@ -670,8 +670,8 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
       cuda::AttentionShape sh{ac.n_heads, ac.n_kv_heads, ac.head_dim, f.bs, 1.0f / std::sqrt(float(ac.head_dim))};
       const size_t n_out = size_t(f.n_rows) * ac.n_heads * ac.head_dim;
       const cuda::KVLayer f32 = cuda::kv_f32(dk.as<float>(), dv.as<float>());
-      const cuda::KVLayer int8{dk8.as(), dv8.as(), dks.as<float>(), dvs.as<float>(), cuda::KVKind::I8};
-      const cuda::KVLayer f16{dk16.as(), dv16.as(), nullptr, nullptr, cuda::KVKind::F16};
+      const cuda::KVLayer int8{dk8.as(), dv8.as(), dks.as<float>(), dvs.as<float>(), KVDType::INT8};
+      const cuda::KVLayer f16{dk16.as(), dv16.as(), nullptr, nullptr, KVDType::F16};
       const cuda::KVLayer f32_rounded = cuda::kv_f32(dkr.as<float>(), dvr.as<float>());
       // The last sequence's rows have their weights recorded by the naive kernel.
       int first = 0;
@@ -723,7 +723,7 @@ TEST(CudaAttention, TiledSplitAndNaiveKernelsMatchFloat64Softmax) {
                                         w.begin() + (size_t(i) * ac.n_heads + h) * stride + rw.size());
             ASSERT_LT(rel_error(gw, rw), 1e-5) << "weights row " << i << " head " << h << ", " << where;
           }
-        if (kv.kind == cuda::KVKind::F16) {   // at 132 SMs (tiled or decode kernel, split) and naive
+        if (kv.kind == KVDType::F16) {   // at 132 SMs (tiled or decode kernel, split) and naive
           const std::vector<std::vector<float>> as_f32 = run_all(f32_rounded, {132});
           const std::vector<float>* mine[] = {&got[1], &got[3], &got[4]};
           for (size_t i = 0; i < 3; ++i)
@@ -811,7 +811,7 @@ TEST(CudaSampling, DeviceSamplingDrawsTheCpuSamplersToken) {
   const int top_ks[] = {0, 1, 5, 40, vocab};
   const float top_ps[] = {1.0f, 0.9f, 0.5f, 0.05f};
   const float min_ps[] = {0.0f, 0.0f, 0.05f};
-  std::vector<cuda::DeviceSampling> params(rows);
+  std::vector<RowSampling> params(rows);
   std::vector<SamplingParams> host(rows);
   std::vector<Rng> rngs;
   for (int r = 0; r < rows; ++r) {
@@ -822,7 +822,7 @@ TEST(CudaSampling, DeviceSamplingDrawsTheCpuSamplersToken) {
     h.min_p = min_ps[(r / 20) % 3];
     rngs.emplace_back(rng());
     Rng copy = rngs.back();
-    cuda::DeviceSampling& d = params[size_t(r)];
+    RowSampling& d = params[size_t(r)];
     d.temperature = h.temperature;
     d.top_k = h.top_k;
     d.top_p = h.top_p;
@@ -833,7 +833,7 @@ TEST(CudaSampling, DeviceSamplingDrawsTheCpuSamplersToken) {
   DeviceBuffer tok(sizeof(int) * rows);
   LLMWB_CUDA(cudaMemset(tok.as(), 0xFF, sizeof(int) * rows));
   DeviceBuffer prob = poisoned(rows);
-  LLMWB_CUDA(cuda::sample_rows(dl.as<float>(), rows, vocab, dp.as<cuda::DeviceSampling>(), tok.as<int>(),
+  LLMWB_CUDA(cuda::sample_rows(dl.as<float>(), rows, vocab, dp.as<RowSampling>(), tok.as<int>(),
                                prob.as<float>(), nullptr));
   const std::vector<int> got = to_host<int>(tok, rows);
   const std::vector<float> gp = to_host<float>(prob, rows);

@@ -198,7 +198,7 @@ std::vector<BenchFigure> run_gpu_bench(bool quick) {
         LLMWB_CUDA(cudaMemcpy(dall.as(), all.data(), dall.bytes(), cudaMemcpyHostToDevice));
         {
           DeviceBuffer k16(2 * size_t(n_slots * kv_dim)), v16(k16.bytes());
-          const KVPool pool16{k16.as(), v16.as(), nullptr, nullptr, KVKind::F16, n_slots, heads, hd};
+          const KVPool pool16{k16.as(), v16.as(), nullptr, nullptr, KVDType::F16, n_slots, heads, hd};
           LLMWB_CUDA(store_kv(pool16, 0, k.as<float>(), v.as<float>(), dall.as<int64_t>(), int(n_slots), s));
           const double f16 = time_ms(s, reps, [&] {
             LLMWB_CUDA(attention(q.as<float>(), kv_layer(pool16, 0), b, sh, ws.as<float>(), prop.multiProcessorCount,
@@ -210,7 +210,7 @@ std::vector<BenchFigure> run_gpu_bench(bool quick) {
                                c.ctx)});
         }
         DeviceBuffer k8(size_t(n_slots * kv_dim)), v8(k8.bytes()), ks(sizeof(float) * size_t(n_slots) * heads), vs(ks.bytes());
-        const KVPool pool8{k8.as(), v8.as(), ks.as<float>(), vs.as<float>(), KVKind::I8, n_slots, heads, hd};
+        const KVPool pool8{k8.as(), v8.as(), ks.as<float>(), vs.as<float>(), KVDType::INT8, n_slots, heads, hd};
         LLMWB_CUDA(store_kv(pool8, 0, k.as<float>(), v.as<float>(), dall.as<int64_t>(), int(n_slots), s));
         const double int8 = time_ms(s, reps, [&] {
           LLMWB_CUDA(attention(q.as<float>(), kv_layer(pool8, 0), b, sh, ws.as<float>(), prop.multiProcessorCount,

@@ -1,4 +1,4 @@
-// stats.h — the median and sample standard deviation of repeated measurements, as the
+// stats.h — the median and sample standard deviation of repeated measurements, and TPOT, as the
 // benchmarks report them (llmwb-cli bench / roofline, the GUI's A/B phases). Empty input
 // gives 0, never a read past the end.
 #pragma once
@@ -14,6 +14,13 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Time per output token after the first (vLLM's TPOT): (total - TTFT) / (n - 1) seconds, where
+// total and TTFT are seconds since the request was added; 0 for fewer than two tokens. The one
+// definition the CLI benchmarks, the GUI's status line and its A/B report use.
+inline double time_per_output_token(double total_time, double time_to_first_token, size_t n_tokens) {
+  return n_tokens > 1 ? (total_time - time_to_first_token) / static_cast<double>(n_tokens - 1) : 0.0;
 }
 
 // Sample standard deviation (n - 1); 0 for fewer than two values.

@@ -109,19 +109,15 @@ void CudaModel::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
   graphs_.clear();   // they hold the old pool's addresses and layer stride
   num_blocks_ = num_blocks;
   block_size_ = block_size;
-  KVKind kind = KVKind::F32;
-  switch (dtype) {
-    case KVDType::F32: kind = KVKind::F32; break;
-    case KVDType::F16: kind = KVKind::F16; break;
-    case KVDType::INT8: kind = KVKind::I8; break;
-    default: throw Error("cuda", "KV cache type " + std::to_string(int(dtype)) + " has no CUDA pool");
-  }
+  const KVDType kind = dtype;
+  if (kind != KVDType::F32 && kind != KVDType::F16 && kind != KVDType::INT8)
+    throw Error("cuda", "KV cache type " + std::to_string(int(dtype)) + " has no CUDA pool");
   const size_t slots = size_t(num_blocks) * size_t(block_size) * size_t(c_.n_layers);
   const size_t bytes = size_t(kv_elem_bytes(kind)) * slots * size_t(c_.n_kv_heads) * size_t(c_.head_dim);
   for (DeviceBuffer* b : {&k_pool_, &v_pool_, &k_scale_, &v_scale_}) b->reset();
   k_pool_.grow(bytes);
   v_pool_.grow(bytes);
-  if (kind == KVKind::I8) {
+  if (kind == KVDType::INT8) {
     k_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
     v_scale_.grow(sizeof(float) * slots * size_t(c_.n_kv_heads));
   }
@@ -369,21 +365,13 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
     if (all_greedy) {
       LLMWB_CUDA(argmax_rows(logits_.as<float>(), nl, c.vocab_size, d_tok, d_prob, s));
     } else {
-      h_sparams_.grow(sizeof(DeviceSampling) * size_t(nl));
-      d_sparams_.grow(sizeof(DeviceSampling) * size_t(nl));
-      DeviceSampling* hp = h_sparams_.as<DeviceSampling>();
-      for (int r = 0; r < nl; ++r) {
-        const DeviceRowSampling& q = sampled->params[size_t(r)];
-        hp[r] = DeviceSampling{};
-        if (!sampled->rows[size_t(r)]) continue;   // a host row: the argmax, unused
-        hp[r].temperature = q.temperature;
-        hp[r].top_k = q.top_k;
-        hp[r].top_p = q.top_p;
-        hp[r].min_p = q.min_p;
-        hp[r].u = q.u;
-      }
-      LLMWB_CUDA(cudaMemcpyAsync(d_sparams_.as(), hp, sizeof(DeviceSampling) * size_t(nl), cudaMemcpyHostToDevice, s));
-      LLMWB_CUDA(sample_rows(logits_.as<float>(), nl, c.vocab_size, d_sparams_.as<DeviceSampling>(), d_tok, d_prob, s));
+      h_sparams_.grow(sizeof(RowSampling) * size_t(nl));
+      d_sparams_.grow(sizeof(RowSampling) * size_t(nl));
+      RowSampling* hp = h_sparams_.as<RowSampling>();
+      for (int r = 0; r < nl; ++r)   // a host row's entry stays greedy: its argmax is unused
+        hp[r] = sampled->rows[size_t(r)] ? sampled->params[size_t(r)] : RowSampling{};
+      LLMWB_CUDA(cudaMemcpyAsync(d_sparams_.as(), hp, sizeof(RowSampling) * size_t(nl), cudaMemcpyHostToDevice, s));
+      LLMWB_CUDA(sample_rows(logits_.as<float>(), nl, c.vocab_size, d_sparams_.as<RowSampling>(), d_tok, d_prob, s));
     }
     LLMWB_CUDA(cudaMemcpyAsync(h_sampled_.as(), d_tok, size_t(nl) * (sizeof(int) + sizeof(float)),
                                cudaMemcpyDeviceToHost, s));

@@ -305,7 +305,8 @@ void BenchMode::start_ab() {
   // One sample per step: a generation takes at most its token limit (or the context) in steps.
   const long context = std::max(1, bench_.window().model_info().context_length);
   const long per_generation = std::min<long>(options_.max_tokens, context) + 2;
-  bench_.worker().step_log().enable(size_t(std::min<long>(per_generation * options_.generations, 1L << 24)));
+  step_log_.enable(size_t(std::min<long>(per_generation * options_.generations, 1L << 24)));
+  bench_.worker().set_step_observer(&step_log_);
   phases_.clear();
   begin_phase(true);
 }
@@ -331,11 +332,11 @@ void BenchMode::begin_phase(bool live) {
   // Tagged before holding and after releasing: the steps of either switch's first moments
   // count as the live phase's (and fall into its settle time anyway).
   if (live) {
-    bench_.worker().step_log().set_phase(k);
+    step_log_.set_phase(k);
     bench_.mailbox().hold(false);
   } else {
     bench_.mailbox().hold(true);
-    bench_.worker().step_log().set_phase(k);
+    step_log_.set_phase(k);
   }
   QTimer::singleShot(settle_ms, Qt::PreciseTimer, this, [this, k] { settle(k); });
 }
@@ -378,8 +379,9 @@ void BenchMode::end_phase() {
 QJsonObject BenchMode::ab_report() {
   phase_timer_.stop();
   end_phase();
-  StepLog& log = bench_.worker().step_log();
+  StepLog& log = step_log_;
   log.set_phase(-1);
+  bench_.worker().set_step_observer(nullptr);
   bench_.mailbox().hold(false);
   const AbResult r = analyse_ab(log.samples(), phases_);
   auto side = [](const AbSide& s) {

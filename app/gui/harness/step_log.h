@@ -5,15 +5,17 @@
 // drift as much as the GUI. The A/B mode instead flips the running GUI between drawing
 // ("live") and idle ("quiet") every few hundred milliseconds and compares the engine's own
 // steps in adjacent phases. For that the engine thread stamps every step with its start,
-// duration, tokens and the phase current when it started. The log is off unless enabled and,
-// when on, costs a step two clock reads, a relaxed atomic load and a store into memory
-// reserved up front: no lock and no allocation on the engine's hot path.
+// duration, tokens and the phase current when it started. It is the worker's StepObserver only
+// while the A/B mode runs and then costs a step two clock reads, a relaxed atomic load and a
+// store into memory reserved up front: no lock and no allocation on the engine's hot path.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <vector>
+
+#include "step_observer.h"
 
 namespace llmwb::gui {
 
@@ -25,7 +27,7 @@ struct StepSample {
   int phase = -1;        // StepLog::phase() when the step started
 };
 
-class StepLog {
+class StepLog final : public StepObserver {
  public:
   static double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -47,7 +49,18 @@ class StepLog {
   void set_phase(int phase) { phase_.store(phase, std::memory_order_relaxed); }
   int phase() const { return phase_.load(std::memory_order_relaxed); }
 
-  // Engine thread.
+  // Engine thread (as the worker's StepObserver).
+  void step_started() override {
+    current_ = StepSample{};
+    current_.phase = phase();
+    current_.start = now();
+  }
+  void step_finished(int tokens, int context) override {
+    current_.tokens = tokens;
+    current_.context = context;
+    current_.seconds = now() - current_.start;
+    record(current_);
+  }
   void record(const StepSample& s) {
     if (samples_.size() < samples_.capacity()) samples_.push_back(s);
     else ++overflow_;
@@ -63,6 +76,7 @@ class StepLog {
   std::atomic<int> phase_{-1};
   std::vector<StepSample> samples_;
   long overflow_ = 0;
+  StepSample current_;   // the step under way (engine thread)
 };
 
 }  // namespace llmwb::gui

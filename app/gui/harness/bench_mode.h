@@ -119,6 +119,7 @@ class BenchMode : public QObject {
   std::mt19937 phase_rng_{20261130};  // fixed seed: the same sequence of phase lengths each run
   std::uniform_real_distribution<double> phase_jitter_{0.0, 1.0};
   std::vector<AbPhase> phases_;
+  StepLog step_log_;   // the worker's StepObserver while the A/B mode runs
   bool settled_ = false;  // the current phase's settle time is over
   long phase_draws_start_ = 0, phase_draws_settled_ = 0;
   double phase_draw_ms_settled_ = 0.0, phase_cpu_settled_ = 0.0;
