@@ -313,7 +313,7 @@ void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob) {
   r.changed = true;
   if (r.t_first < 0) r.t_first = seconds_since(r.t_added);
   const SamplingParams& p = r.params;
-  if (!p.ignore_eos && token == tok->eos_id()) return finish(r, s, FinishReason::Stop, "eos");
+  if (!p.ignore_eos && tok->is_eog(token)) return finish(r, s, FinishReason::Stop, "eos");
   const size_t before = s.out.text.size();
   s.out.text += s.detok->push(token);
   if (!p.stop.empty()) {
