@@ -4,6 +4,8 @@
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
 
+#include <climits>
+
 #include "llmwb/errors.h"
 
 namespace llmwb {
@@ -12,6 +14,7 @@ std::string to_nfc(std::string_view text) {
   bool ascii = true;
   for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
   if (ascii) return std::string(text);
+  if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("NFC", "text of " + std::to_string(text.size()) + " bytes is too long");
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
   if (U_FAILURE(status)) throw Error("ICU", std::string("no NFC normalizer: ") + u_errorName(status));

@@ -4,6 +4,7 @@
 // characters split across tokens, and the errors for vocabularies llmwb cannot run.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -11,7 +12,9 @@
 #include "llmwb/errors.h"
 #include "model/gguf_llama_metadata.h"
 #include "model/gguf_writer.h"
+#include "model/model_maker.h"
 #include "model/tokenizer_json.h"
+#include "support/loader_expectations.h"
 #include "support/test_support.h"
 #include "tokenizer/byte_level_bpe_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -270,6 +273,30 @@ TEST(ByteLevelBpe, ExplicitTokenizerJsonIsPaddedToTheModelsEmbedding) {
     EXPECT_NE(std::string(e.what()).find("151669"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("1000"), std::string::npos) << e.what();
   }
+}
+
+// A Hugging Face folder with a tokenizer.json (no tokenizer.model) gets the byte-level
+// tokenizer, padded to the embedding's rows, with tokenizer_config.json's template and EOS.
+TEST(ByteLevelBpe, HuggingFaceFolderWithTokenizerJsonLoadsIt) {
+  ModelMakerOptions o;
+  o.config = test::small_test_config();
+  o.config.vocab_size = 151936;
+  o.format = "safetensors";
+  o.seed = 3;
+  o.out = test::scratch_dir("byte_level_hf_folder") + "/model";
+  make_model(o);
+  std::filesystem::remove(o.out + "/tokenizer.model");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(shared_path(std::string("models/qwen3-tokenizer/") + f), o.out + "/" + f);
+  const auto m = load_model_file(o.out);
+  EXPECT_EQ(m->tokenizer.model, "gpt2");
+  EXPECT_EQ(m->tokenizer.pre, "qwen2");
+  EXPECT_EQ(m->tokenizer.pieces.size(), 151936u);
+  EXPECT_NE(m->tokenizer.chat_template.find("<|im_start|>"), std::string::npos);
+  const auto tok = load_tokenizer_for(*m, "");
+  EXPECT_EQ(tok->kind(), "byte-level BPE (qwen2)");
+  EXPECT_EQ(tok->eos_id(), 151645);
+  EXPECT_EQ(tok->encode("Hello world"), (std::vector<int>{9707, 1879}));
 }
 
 std::string error_of(const std::function<void()>& f) {
