@@ -152,6 +152,9 @@ TokenizerData read_tokenizer_json(const std::string& path) {
     throw Error(path, "decoder '" + type_of(*it) + "' is not supported (ByteLevel)");
   t.ignore_merges = model.value("ignore_merges", false);
   if (model.value("byte_fallback", false)) throw Error(path, "model.byte_fallback is not supported in byte-level BPE");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (auto it = model.find(key); it != model.end() && it->is_string() && !it->get<std::string>().empty())
+      throw Error(path, std::string("model.") + key + " '" + it->get<std::string>() + "' is not supported");
 
   // The vocabulary: piece -> id, then the added tokens (ids past it, or overriding entries).
   const json& vocab = model.value("vocab", json::object());

@@ -210,6 +210,11 @@ TEST(ByteLevelBpe, IncrementalDetokenizerHoldsACharacterSplitAcrossTokens) {
     }
     streamed += detok.flush();
     EXPECT_TRUE(held_a_partial_character) << tok->kind() << ": no token of the text ends inside a character";
+    // A token chip shows such bytes as \xNN.
+    for (int id : ids)
+      if (!utf8::is_valid(tok->token_bytes(id, -1))) {
+        EXPECT_NE(tok->display(id).find("\\x"), std::string::npos) << tok->display(id);
+      }
     EXPECT_EQ(streamed, text) << tok->kind();
   }
 }
@@ -316,6 +321,12 @@ TEST(ByteLevelBpe, UnknownPreTokenizerIsAnErrorNamingIt) {
   EXPECT_NE(msg.find("llama-bpe, qwen2"), std::string::npos) << msg;
   d.pre.clear();
   EXPECT_NE(error_of([&] { make_tokenizer(d); }).find("names no pre-tokenizer"), std::string::npos);
+  // From a GGUF file: the message names the file too.
+  d.pre = "falcon";
+  const TokenizerData back = through_gguf(d, "unknown_pre");
+  const std::string from_gguf = error_of([&] { make_tokenizer(back); });
+  EXPECT_NE(from_gguf.find("vocab.gguf: pre-tokenizer 'falcon' (tokenizer.ggml.pre) is not supported"), std::string::npos)
+      << from_gguf;
 }
 
 TEST(ByteLevelBpe, MergeNamingAnUnknownPieceIsAnError) {
