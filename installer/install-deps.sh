@@ -8,6 +8,7 @@ PKGS=(
   qt6-base-dev qt6-base-dev-tools libqt6svg6 libgl-dev
   libqcustomplot-dev
   libsentencepiece-dev
+  libpcre2-dev libicu-dev
   nlohmann-json3-dev
   libgtest-dev
   clang libclang-rt-14-dev

@@ -44,7 +44,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int>> prompts(static_cast<size_t>(n_requests));
   for (auto& p : prompts) {
-    p.push_back(e.bos_id());
+    if (e.bos_id() >= 0) p.push_back(e.bos_id());
     while (static_cast<int>(p.size()) < input_len) p.push_back(3 + static_cast<int>(rng() % static_cast<uint64_t>(vocab - 3)));
   }
   // Arrival times: all at 0, or exponential gaps at `rate` requests per second.

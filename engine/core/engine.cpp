@@ -17,7 +17,9 @@ namespace llmwb {
 uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams& p, const std::string& text) {
   p.validate();
   std::vector<int> ids = ids_in;
-  if (ids.empty()) ids.push_back(tok->bos_id());
+  // An empty prompt starts from BOS or, in a vocabulary without one (Qwen), from EOS, the
+  // document separator its pretraining put between texts.
+  if (ids.empty()) ids.push_back(tok->bos_id() >= 0 ? tok->bos_id() : tok->eos_id());
   const int vocab = file->config.vocab_size;
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab)
@@ -302,7 +304,7 @@ const EngineConfig& Engine::config() const { return impl_->cfg; }
 
 std::vector<int> Engine::encode(const std::string& text, bool add_bos, bool parse_special) const {
   std::vector<int> ids;
-  if (add_bos) ids.push_back(impl_->tok->bos_id());
+  if (add_bos && impl_->tok->add_bos()) ids.push_back(impl_->tok->bos_id());
   const std::vector<int> body = parse_special ? impl_->tok->encode_with_special(text) : impl_->tok->encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;

@@ -35,7 +35,7 @@ std::optional<StopDecision> OutputProcessor::append(Request& r, SeqState& s, int
   r.changed = true;
   if (r.t_first < 0) r.t_first = seconds_since(r.t_added);
   const SamplingParams& p = r.params;
-  if (!p.ignore_eos && token == tok_.eos_id()) return StopDecision{FinishReason::Stop, "eos"};
+  if (!p.ignore_eos && tok_.is_eog(token)) return StopDecision{FinishReason::Stop, "eos"};
   const size_t before = s.out.text.size();
   s.out.text += s.detok->push(token);
   if (!p.stop.empty()) {

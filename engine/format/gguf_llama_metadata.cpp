@@ -32,6 +32,10 @@ void set_llama_gguf_metadata(GgufWriter& w, const ModelConfig& c, const Tokenize
   if (v.eos_id >= 0) w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
   if (v.unk_id >= 0) w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
   if (v.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
+  if (v.eot_id >= 0) w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot_id));
+  if (v.eom_id >= 0) w.set_u32("tokenizer.ggml.eom_token_id", static_cast<uint32_t>(v.eom_id));
+  if (!v.pre.empty()) w.set_str("tokenizer.ggml.pre", v.pre);
+  if (!v.merges.empty()) w.set_str_array("tokenizer.ggml.merges", v.merges);
   w.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
   if (!v.chat_template.empty()) w.set_str("tokenizer.chat_template", v.chat_template);

@@ -7,6 +7,9 @@
 #include "llmwb/errors.h"
 #include "format/gguf_file.h"
 #include "format/model_file.h"
+#include "format/pre_tokenizer_preset.h"
+#include "format/gguf_file.h"
+#include "format/model_file.h"
 
 namespace llmwb {
 
@@ -168,8 +171,18 @@ void read_tokenizer(const Metadata& m, const std::string& path, TokenizerData* t
   t->eos_id = m.token_id_or("tokenizer.ggml.eos_token_id", t->eos_id, n);
   t->unk_id = m.token_id_or("tokenizer.ggml.unknown_token_id", t->unk_id, n);
   t->pad_id = m.token_id_or("tokenizer.ggml.padding_token_id", t->pad_id, n);
+  t->eot_id = m.token_id_or("tokenizer.ggml.eot_token_id", t->eot_id, n);
+  t->eom_id = m.token_id_or("tokenizer.ggml.eom_token_id", t->eom_id, n);
   t->add_bos = m.boolean_or("tokenizer.ggml.add_bos_token", t->add_bos);
   t->chat_template = m.string_or("tokenizer.chat_template", "");
+  if (const GgufValue* v = m.array_or_null("tokenizer.ggml.merges", GgufType::STRING)) t->merges = v->strings;
+  t->pre = m.string_or("tokenizer.ggml.pre", "");
+  // GGUF has no keys for these: they follow from the pre-tokenizer, as in llama.cpp. An
+  // unknown name is the tokenizer's error to report (load_tokenizer_for).
+  if (const PreTokenizerPreset* p = find_pre_tokenizer(t->pre)) {
+    t->ignore_merges = p->ignore_merges;
+    t->normalizer = std::string(p->normalizer);
+  }
 }
 
 }  // namespace

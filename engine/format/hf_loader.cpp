@@ -1,5 +1,5 @@
 // hf_loader.cpp — a Hugging Face Llama/Mistral folder: config.json, model.safetensors (or
-// shards listed in model.safetensors.index.json), tokenizer.model, tokenizer_config.json.
+// shards listed in model.safetensors.index.json), tokenizer.model or tokenizer.json, tokenizer_config.json.
 //
 // Weights stay in the memory-mapped shards (each shard mapped once). Tensors are renamed to
 // GGUF's canonical names (model_file.h). The q/k projections are NOT permuted back to the
@@ -19,6 +19,9 @@
 #include <sstream>
 
 #include "llmwb/errors.h"
+#include "format/model_file.h"
+#include "format/safetensors_file.h"
+#include "format/tokenizer_json.h"
 #include "format/model_file.h"
 #include "format/safetensors_file.h"
 
@@ -269,6 +272,15 @@ std::vector<Found> map_weights(ModelFile* m, const fs::path& dir, std::string* w
 
 void read_tokenizer(ModelFile* m, const fs::path& dir) {
   TokenizerData& t = m->tokenizer;
+  const fs::path tc = dir / "tokenizer_config.json";
+  // A SentencePiece tokenizer.model wins: Llama 2 folders carry both it and a tokenizer.json
+  // that only restates it. Otherwise a byte-level BPE tokenizer.json (Llama 3, Qwen2/3),
+  // padded to the embedding's rows as llama.cpp's converter pads it.
+  if (!fs::exists(dir / "tokenizer.model") && fs::exists(dir / "tokenizer.json")) {
+    t = read_tokenizer_json((dir / "tokenizer.json").string());
+    if (m->config.vocab_size > 0) pad_vocabulary(&t, static_cast<size_t>(m->config.vocab_size));
+    return;
+  }
   t.model = "llama";
   t.bos_id = m->config.bos_id;
   t.eos_id = m->config.eos_id;
@@ -276,21 +288,7 @@ void read_tokenizer(ModelFile* m, const fs::path& dir) {
     t.sp_model_path = (dir / "tokenizer.model").string();
     t.source = t.sp_model_path;
   }
-  const fs::path tc = dir / "tokenizer_config.json";
-  if (!fs::exists(tc)) return;
-  const json j = read_json(tc);
-  if (auto it = j.find("chat_template"); it != j.end()) {
-    if (it->is_string()) {
-      t.chat_template = it->get<std::string>();
-    } else if (it->is_array()) {   // [{"name": "default", "template": "..."}, ...]
-      for (const auto& e : *it)
-        if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
-          t.chat_template = e["template"].get<std::string>();
-    } else if (!it->is_null()) {
-      throw Error(tc.string(), "key 'chat_template': expected a string or a list of named templates");
-    }
-  }
-  if (auto it = j.find("add_bos_token"); it != j.end() && it->is_boolean()) t.add_bos = it->get<bool>();
+  if (fs::exists(tc)) read_tokenizer_config(tc.string(), &t, /*with_special_tokens=*/false);
 }
 
 }  // namespace

@@ -25,16 +25,35 @@
 
 namespace llmwb {
 
-// Vocabulary carried inside a model file (GGUF tokenizer.ggml.*) or read from a llama2.c
-// tokenizer .bin. Token types follow SentencePiece / GGUF: 1 normal, 2 unknown, 3 control,
-// 4 user defined, 5 unused, 6 byte.
+// Vocabulary carried inside a model file (GGUF tokenizer.ggml.*), read from a llama2.c
+// tokenizer .bin or from a Hugging Face tokenizer.json (format/tokenizer_json.h). Token types
+// follow SentencePiece / GGUF: 1 normal, 2 unknown, 3 control, 4 user defined, 5 unused,
+// 6 byte. A tokenizer.json added token with "special": true is control (3), one without is
+// user defined (4), as llama.cpp's converter writes them.
 struct TokenizerData {
   std::string source;                 // where it came from, for messages and inspect
-  std::string model;                  // "llama" (SentencePiece-style BPE by score)
-  std::vector<std::string> pieces;    // "▁the", "<0x0A>", "<s>"
+  // "llama": SentencePiece-style BPE by score over "▁" pieces; "gpt2": byte-level BPE by
+  // merge rank over pieces spelled in GPT-2's byte-to-unicode alphabet ("Ġthe").
+  std::string model;
+  std::vector<std::string> pieces;    // "▁the", "<0x0A>", "<s>"; byte-level: "Ġthe", "<|eot_id|>"
   std::vector<float> scores;
   std::vector<int32_t> types;         // may be empty: then inferred from the pieces
+  // Byte-level BPE only. Merges in rank order, each "left right" (GGUF tokenizer.ggml.merges).
+  std::vector<std::string> merges;
+  // The pre-tokenizer (GGUF tokenizer.ggml.pre): "llama-bpe" (Llama 3's regex, digits in
+  // runs of up to 3) or "qwen2" (single digits). Names the split regex the tokenizer uses.
+  std::string pre;
+  // A word that is itself a piece becomes that piece without merging (tokenizer.json
+  // "ignore_merges"; Llama 3 sets it). GGUF carries no key: the loader takes it from `pre`.
+  bool ignore_merges = false;
+  // Unicode normalization applied before pre-tokenization: "" or "NFC" (Qwen2's
+  // tokenizer.json). GGUF carries no key: the loader takes it from `pre`.
+  std::string normalizer;
   int bos_id = -1, eos_id = -1, unk_id = 0, pad_id = -1;
+  // End-of-turn and end-of-message ids beside EOS (GGUF tokenizer.ggml.eot_token_id /
+  // eom_token_id; Llama 3's <|eot_id|> and <|eom_id|>), -1 when absent. The tokenizer also
+  // treats the control pieces every chat model uses to end a turn as end of generation.
+  int eot_id = -1, eom_id = -1;
   bool add_bos = true;
   std::string chat_template;          // tokenizer.chat_template, if present
   std::string sp_model_path;          // a SentencePiece .model found beside the weights

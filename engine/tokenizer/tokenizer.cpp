@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "llmwb/errors.h"
+#include "format/tokenizer_json.h"
 #include "tokenizer/llama2c_tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -84,13 +85,33 @@ std::string Tokenizer::display(int id) const {
 
 void Tokenizer::index_special_pieces() {
   special_pieces_.clear();
+  special_first_byte_.fill(false);
   for (int id = 0; id < vocab_size(); ++id) {
     // <unk> is control-like for decoding, but "<unk>" typed in a prompt stays text.
     if (id == unk_id_ || !is_control(id) || is_byte(id) || piece(id).empty()) continue;
     special_pieces_.emplace_back(piece(id), id);
+    special_first_byte_[static_cast<unsigned char>(piece(id)[0])] = true;
   }
   std::stable_sort(special_pieces_.begin(), special_pieces_.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+}
+
+void Tokenizer::index_end_of_generation(std::initializer_list<int> extra) {
+  // The pieces llama.cpp's vocabulary loader adds to its end-of-generation set by name.
+  static constexpr std::string_view kEndOfTurn[] = {
+      "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<|end|>", "<end_of_turn>", "<EOT>"};
+  eog_ids_.clear();
+  if (eos_id_ >= 0) eog_ids_.push_back(eos_id_);
+  for (int id : extra)
+    if (id >= 0 && id < vocab_size()) eog_ids_.push_back(id);
+  for (const auto& [text, id] : special_pieces_)
+    if (std::find(std::begin(kEndOfTurn), std::end(kEndOfTurn), text) != std::end(kEndOfTurn)) eog_ids_.push_back(id);
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+}
+
+bool Tokenizer::is_eog(int id) const {
+  return id >= 0 && (id == eos_id_ || std::binary_search(eog_ids_.begin(), eog_ids_.end(), id));
 }
 
 std::vector<int> Tokenizer::encode_with_special(std::string_view text) const {
@@ -103,6 +124,10 @@ std::vector<int> Tokenizer::encode_with_special(std::string_view text) const {
     }
   };
   for (size_t i = 0; i < text.size();) {
+    if (!special_first_byte_[static_cast<unsigned char>(text[i])]) {
+      ++i;
+      continue;
+    }
     const std::pair<std::string, int>* hit = nullptr;
     for (const auto& sp : special_pieces_) {
       if (text.substr(i, sp.first.size()) == sp.first) {
@@ -150,6 +175,22 @@ std::string IncrementalDetokenizer::flush() {
   return out;
 }
 
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerData& data) {
+  if (data.model == "gpt2") return make_byte_level_bpe_tokenizer(data);
+  if (data.model.empty() || data.model == "llama") return make_bpe_tokenizer(data);
+  throw Error(data.source, "tokenizer model '" + data.model + "' is not supported (llama: SentencePiece BPE, gpt2: byte-level BPE)");
+}
+
+namespace {
+bool is_tokenizer_json(const std::string& path) { return std::filesystem::path(path).extension() == ".json"; }
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
+  if (is_tokenizer_json(path)) return make_byte_level_bpe_tokenizer(read_tokenizer_json(path));
+  if (std::filesystem::path(path).extension() == ".model") return load_sentencepiece(path);
+  throw Error(path, "is neither a tokenizer.json nor a SentencePiece .model (a llama2.c .bin needs --model)");
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelFile& model, const std::string& explicit_path) {
   namespace fs = std::filesystem;
   const int vocab = model.config.vocab_size;
@@ -159,6 +200,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelFile& model, const std:
     source = path;
     if (fs::path(path).extension() == ".model") {
       tok = load_sentencepiece(path);
+    } else if (is_tokenizer_json(path)) {
+      TokenizerData data = read_tokenizer_json(path);
+      if (vocab > 0) pad_vocabulary(&data, static_cast<size_t>(vocab));
+      tok = make_byte_level_bpe_tokenizer(data);
     } else {
       TokenizerData data = read_llama2c_tokenizer(path);
       tok = make_bpe_tokenizer(data);
@@ -169,7 +214,13 @@ std::unique_ptr<Tokenizer> load_tokenizer_for(const ModelFile& model, const std:
     open_path(explicit_path);
   } else if (!model.tokenizer.pieces.empty()) {
     source = model.tokenizer.source.empty() ? model.path : model.tokenizer.source;
-    tok = make_bpe_tokenizer(model.tokenizer);
+    if (model.tokenizer.model == "gpt2" && vocab > 0 && model.tokenizer.pieces.size() < static_cast<size_t>(vocab)) {
+      TokenizerData padded = model.tokenizer;
+      pad_vocabulary(&padded, static_cast<size_t>(vocab));
+      tok = make_tokenizer(padded);
+    } else {
+      tok = make_tokenizer(model.tokenizer);
+    }
   } else if (!model.tokenizer.sp_model_path.empty()) {
     open_path(model.tokenizer.sp_model_path);
   } else {

@@ -53,7 +53,8 @@ class Engine {
   const ModelInfo& model_info() const;
   const EngineConfig& config() const;
 
-  // Tokenizer access for callers (chat templates, token chips, heatmap axes).
+  // Tokenizer access for callers (chat templates, token chips, heatmap axes). add_bos puts the
+  // vocabulary's BOS first where it adds one (not Qwen's, which has none).
   std::vector<int> encode(const std::string& text, bool add_bos, bool parse_special = false) const;
   std::string decode(const std::vector<int>& ids) const;
   std::string token_text(int id) const;  // the piece as text ("▁the" -> " the", <0x0A> -> "\n")
