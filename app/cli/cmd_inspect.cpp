@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "json_output.h"
 #include "llmwb/errors.h"
 #include "model/model_describe.h"
 #include "model/model_file.h"
@@ -135,7 +136,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   }
   const ModelInfo info = describe_model(*model, tok.get());
   if (a.flag("json"))
-    std::printf("%s\n", to_json(info, note).dump(2).c_str());
+    std::printf("%s\n", dump_json(to_json(info, note), 2).c_str());
   else
     print_text(info, note);
   return 0;

@@ -27,6 +27,7 @@
 #include "backend/cpu/qrepack.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
+#include "json_output.h"
 #include "llmwb/stats.h"
 #include "llmwb/errors.h"
 #include "model/tensor.h"
@@ -309,7 +310,7 @@ int run_roofline(const std::vector<std::string>& argv) {
                     {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all}});
     }
     if (a.flag("kernels")) j["kernels"] = ks;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", dump_json(j, 2).c_str());
     return 0;
   }
   std::printf("cpu: %s, simd %s, %d threads\n", cpu_model_name().c_str(), cpu::simd_level_name(level), nth);
