@@ -8,6 +8,7 @@
 #include <QTest>
 
 #include "chat_view.h"
+#include "llmwb/errors.h"
 #include "sampling_params_editor.h"
 #include "ui_test_support.h"
 
@@ -146,8 +147,19 @@ class TestChatView : public QObject {
     // Reported once to the window (its banner), after the constructor's connections exist.
     QTRY_COMPARE(errors.count(), 1);
     QVERIFY(errors.first().first().toString().contains("broken.json"));
-    // A new chat saved beside them leaves both files byte for byte as they were.
+    // A new chat beside them, and a conversation saved under a broken file's id, leave both
+    // files byte for byte as they were.
     view.new_chat();
+    ui::Conversation same_id = ui::Conversation::make_new();
+    same_id.id = "broken";
+    same_id.messages.push_back({"user", "Hello"});
+    bool refused = false;
+    try {
+      view.store().save(same_id);
+    } catch (const Error& e) {
+      refused = QString(e.what()).contains("not overwritten");
+    }
+    QVERIFY(refused);
     QCOMPARE(uitest::read_text(dir + "/broken.json").toUtf8(), broken);
     QCOMPARE(uitest::read_text(dir + "/array.json").toUtf8(), array);
     QCOMPARE(errors.count(), 1);
