@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,11 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const llmwb::Error& e) {
       std::fprintf(stderr, "llmwb-cli %s: error: %s\n", c.name, e.what());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      // Allocations sized by a flag name it themselves (the KV pool: --kv-memory); this is the rest.
+      std::fprintf(stderr, "llmwb-cli %s: error: out of memory (std::bad_alloc): the model, --max-model-len, "
+                   "--max-num-seqs or --max-batched-tokens may need more memory than this machine has\n", c.name);
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "llmwb-cli %s: error: %s\n", c.name, e.what());
