@@ -35,7 +35,8 @@ ChatView::ChatView(QWidget* parent)
       regenerate_(new QPushButton(tr("Regenerate"), this)),
       edit_(new QPushButton(tr("Edit last"), this)),
       sampling_(new SamplingParamsEditor(this)),
-      status_(new QLabel(this)) {
+      status_(new QLabel(this)),
+      unreadable_label_(new QLabel(this)) {
   list_->setObjectName("conversation_list");
   format_->setObjectName("chat_format");
   system_->setObjectName("system_prompt");
@@ -64,6 +65,10 @@ ChatView::ChatView(QWidget* parent)
   left_buttons->addWidget(remove);
   left_layout->addLayout(left_buttons);
   left_layout->addWidget(list_);
+  unreadable_label_->setObjectName("unreadable_conversations");
+  unreadable_label_->setWordWrap(true);
+  unreadable_label_->hide();
+  left_layout->addWidget(unreadable_label_);
 
   auto* center = new QWidget(this);
   auto* center_layout = new QVBoxLayout(center);
@@ -309,13 +314,29 @@ void ChatView::persist() {
 void ChatView::reload_list() {
   list_->blockSignals(true);
   list_->clear();
-  for (const Conversation& c : store_.load_all()) {
+  QStringList errors;
+  for (const Conversation& c : store_.load_all(&errors)) {
     auto* item = new QListWidgetItem(c.title.isEmpty() ? c.derived_title() : c.title, list_);
     item->setData(Qt::UserRole, c.id);
     item->setToolTip(c.updated.toLocalTime().toString());
     if (c.id == conversation_.id) list_->setCurrentItem(item);
   }
   list_->blockSignals(false);
+  show_unreadable(errors);
+}
+
+void ChatView::show_unreadable(const QStringList& errors) {
+  if (errors == unreadable_) return;
+  unreadable_ = errors;
+  unreadable_label_->setVisible(!errors.isEmpty());
+  if (errors.isEmpty()) return;
+  unreadable_label_->setText(tr("%n saved conversation(s) could not be read and are not listed (the files are "
+                                "left untouched):", nullptr, int(errors.size())) +
+                             "\n" + QString(errors.join("\n")).replace(store_.dir() + "/", QString()));
+  unreadable_label_->setToolTip(errors.join("\n"));
+  // Queued: at construction nothing is connected yet; the window's banner gets it afterwards.
+  const QString message = tr("Saved conversations that could not be read (left untouched): %1").arg(errors.join("; "));
+  QMetaObject::invokeMethod(this, [this, message] { emit error(message); }, Qt::QueuedConnection);
 }
 
 void ChatView::render() {

@@ -3,6 +3,7 @@
 // copied or exported as Markdown.
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 
 #include "conversation.h"
@@ -43,6 +44,9 @@ class ChatView : public QWidget {
   bool is_generating() const { return ticket_ != 0; }
   ChatFormat effective_format() const;
   QString last_error() const { return last_error_; }
+  // Saved conversation files that could not be read ("path: why"), left as they are on disk;
+  // shown under the list and reported once through error() when the set changes.
+  QStringList unreadable_conversations() const { return unreadable_; }
 
  public slots:
   void send();
@@ -70,6 +74,7 @@ class ChatView : public QWidget {
   static QString shown_reply(QString reply);
   void persist();
   void reload_list();
+  void show_unreadable(const QStringList& errors);
   // At start-up the newest saved conversation comes back, as the user left it.
   void restore_newest();
   void update_buttons();
@@ -87,6 +92,8 @@ class ChatView : public QWidget {
   QPushButton* edit_;
   SamplingParamsEditor* sampling_;
   QLabel* status_;
+  QLabel* unreadable_label_;
+  QStringList unreadable_;
   ChatFormat detected_ = ChatFormat::Completion;
   bool ready_ = false;
   quint64 ticket_ = 0;

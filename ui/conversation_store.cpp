@@ -48,6 +48,15 @@ std::vector<Conversation> ConversationStore::load_all(QStringList* errors) const
 void ConversationStore::save(const Conversation& c) const {
   if (!QDir().mkpath(dir_)) throw Error(dir_.toStdString(), "cannot create the folder");
   const QString path = path_for(c.id);
+  // A file there that cannot be read (cut short, hand-edited, from another version) may still
+  // be wanted back: it is never replaced. (load_all() lists it with its reason.)
+  if (QFile::exists(path)) {
+    try {
+      (void)load(c.id);
+    } catch (const std::exception&) {
+      throw Error(path.toStdString(), "exists but cannot be read as a conversation, so it is not overwritten");
+    }
+  }
   QSaveFile f(path);
   if (!f.open(QIODevice::WriteOnly)) throw Error(path.toStdString(), "cannot write: " + f.errorString().toStdString());
   f.write(QJsonDocument(c.to_json()).toJson());

@@ -22,6 +22,8 @@ class ConversationStore {
   std::vector<Conversation> load_all(QStringList* errors = nullptr) const;
   // Throws llmwb::Error on I/O or parse failure.
   Conversation load(const QString& id) const;
+  // Throws llmwb::Error on I/O failure, and rather than replace a file of that id that cannot
+  // be read.
   void save(const Conversation& c) const;
   void remove(const QString& id) const;
 

@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -117,22 +118,30 @@ std::vector<int64_t> Args::int_list(const std::string& name, const std::vector<i
 
 uint64_t Args::bytes(const std::string& name, uint64_t def) const {
   if (!has(name)) return def;
-  std::string s = str(name);
+  const std::string given = str(name);
+  std::string s = given;
   uint64_t mult = 1;
   if (!s.empty()) {
     char c = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
     if (c == 'K') mult = 1ull << 10;
     if (c == 'M') mult = 1ull << 20;
     if (c == 'G') mult = 1ull << 30;
+    if (c == 'T') mult = 1ull << 40;
     if (mult != 1) s.pop_back();
     if (!s.empty() && (s.back() == 'i' || s.back() == 'I')) s.pop_back();
   }
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || errno != 0 || *end != '\0' || !(v > 0))
-    throw UsageError("--" + name + ": '" + str(name) + "' is not a size (e.g. 512M, 2G)");
-  return static_cast<uint64_t>(v * static_cast<double>(mult));
+  // Digits and one decimal point only: strtod alone would also take "inf", "nan", hex floats,
+  // exponents and leading blanks or signs.
+  const bool plain = !s.empty() && s.find_first_not_of("0123456789.") == std::string::npos &&
+                     std::count(s.begin(), s.end(), '.') <= 1 && s != ".";
+  if (!plain) throw UsageError("--" + name + ": '" + given + "' is not a size (e.g. 512M, 2G, 1048576)");
+  const double v = std::strtod(s.c_str(), nullptr) * static_cast<double>(mult);
+  // Below 2^63 bytes: every larger value would overflow the conversion (undefined behaviour)
+  // and no machine has that much memory anyway.
+  constexpr double kLimit = 9223372036854775808.0;   // 2^63
+  if (!(v >= 1.0)) throw UsageError("--" + name + ": '" + given + "' is less than one byte");
+  if (!(v < kLimit)) throw UsageError("--" + name + ": '" + given + "' is too large (the limit is 8 EiB, 2^63 bytes)");
+  return static_cast<uint64_t>(v);
 }
 
 }  // namespace llmwb::cli

@@ -34,7 +34,7 @@ class Args {
   std::optional<uint64_t> u64(const std::string& name) const;
   // Comma-separated integers: -p 128,512.
   std::vector<int64_t> int_list(const std::string& name, const std::vector<int64_t>& def, int64_t min = 1) const;
-  // Sizes like 512M, 2G, 1048576.
+  // Sizes like 512M, 2G, 1T, 1048576: at least one byte and below 2^63 bytes.
   uint64_t bytes(const std::string& name, uint64_t def) const;
 
  private:

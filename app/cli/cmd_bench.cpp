@@ -29,6 +29,7 @@
 #include "command.h"
 #include "llmwb/stats.h"
 #include "engine_flags.h"
+#include "json_output.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "llmwb/flops.h"
@@ -147,6 +148,7 @@ int run_bench(const std::vector<std::string>& argv) {
   const bool with_peak = a.flag("peak");
 
   Engine engine(cfg);
+  warn_beyond_trained_context(engine, "bench");
   const ModelInfo& info = engine.model_info();
   const int threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string backend = cfg.backend;
@@ -217,7 +219,7 @@ int run_bench(const std::vector<std::string>& argv) {
       if (!r.error.empty()) j["error"] = r.error;
       arr.push_back(j);
     }
-    std::printf("%s\n", arr.dump(2).c_str());
+    std::printf("%s\n", dump_json(arr, 2).c_str());
     return 0;
   }
   std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s | %8s |%s\n", "model", "size", "params", "backend",

@@ -1,5 +1,8 @@
 // llmwb-cli generate — run prompts through the engine (concurrently, via the scheduler).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -7,6 +10,7 @@
 
 #include "command.h"
 #include "engine_flags.h"
+#include "json_output.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "telemetry/telemetry_json.h"
@@ -15,14 +19,17 @@ namespace llmwb::cli {
 namespace {
 
 std::vector<std::string> read_prompts_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path, "is a folder, not a prompts file (one prompt per line)");
   std::ifstream f(path);
-  if (!f) throw Error(path, "cannot open the prompts file");
+  if (!f) throw Error(path, std::string("cannot open the prompts file: ") + std::strerror(errno));
   std::vector<std::string> out;
   std::string line;
   while (std::getline(f, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     out.push_back(line);
   }
+  if (f.bad()) throw Error(path, std::string("cannot read the prompts file: ") + std::strerror(errno));
   return out;
 }
 
@@ -42,10 +49,15 @@ int run_generate(const std::vector<std::string>& argv) {
   std::ofstream trace;
   if (a.has("trace")) {
     trace.open(a.str("trace"), std::ios::trunc);
-    if (!trace) throw Error(a.str("trace"), "cannot write the trace file");
+    if (!trace) throw Error(a.str("trace"), std::string("cannot write the trace file: ") + std::strerror(errno));
   }
+  // Every line is checked: a full disk or a file size limit must not lose the trace silently.
+  auto trace_failed = [&] {
+    throw Error(a.str("trace"), std::string("cannot write the trace file: ") + std::strerror(errno));
+  };
 
   Engine engine(cfg);
+  warn_beyond_trained_context(engine, "generate");
   std::map<uint64_t, size_t> index;
   std::vector<RequestOutput> results(prompts.size());
   int failures = 0;
@@ -74,30 +86,41 @@ int run_generate(const std::vector<std::string>& argv) {
       }
       if (o.finished) results[index.at(o.request_id)] = std::move(o);
     }
-    if (trace) trace << telemetry_to_json(engine.telemetry()) << '\n';
+    if (trace.is_open() && !(trace << telemetry_to_json(engine.telemetry()) << '\n')) trace_failed();
+  }
+  if (trace.is_open()) {
+    trace.close();
+    if (trace.fail()) trace_failed();
   }
   if (stream) std::fputs("\n", stdout);
 
   for (size_t i = 0; i < prompts.size(); ++i) {
     const RequestOutput& r = results[i];
     if (!r.error.empty()) {
-      if (json) std::cout << nlohmann::json{{"prompt", prompts[i]}, {"error", r.error}}.dump() << "\n";
+      if (json) {
+        nlohmann::json j;
+        set_text(j, "prompt", prompts[i]);
+        set_text(j, "error", r.error);
+        std::cout << dump_json(j) << "\n";
+      }
       continue;
     }
     for (const CompletionOutput& c : r.outputs) {
       if (json) {
-        nlohmann::json j{{"prompt", prompts[i]},
-                         {"text", c.text},
-                         {"token_ids", c.token_ids},
+        // Prompts and completions are bytes: invalid UTF-8 is replaced (U+FFFD) and flagged
+        // ("prompt_utf8_replaced": true), so one bad prompt never loses the other results.
+        nlohmann::json j{{"token_ids", c.token_ids},
                          {"finish_reason", to_string(c.finish_reason)},
                          {"prompt_tokens", r.prompt_token_ids.size()},
                          {"completion_tokens", c.token_ids.size()},
                          {"cached_prompt_tokens", r.num_cached_prompt_tokens},
                          {"time_to_first_token", r.time_to_first_token},
                          {"total_time", r.total_time}};
+        set_text(j, "prompt", prompts[i]);
+        set_text(j, "text", c.text);
         if (params.n > 1) j["index"] = c.index;
-        if (!c.stop_reason.empty()) j["stop_reason"] = c.stop_reason;
-        std::cout << j.dump() << "\n";
+        if (!c.stop_reason.empty()) set_text(j, "stop_reason", c.stop_reason);
+        std::cout << dump_json(j) << "\n";
       } else if (!stream) {
         std::cout << "prompt: " << prompts[i] << "\n";
         if (params.n > 1) std::cout << "sample " << c.index << ":\n";
@@ -107,6 +130,10 @@ int run_generate(const std::vector<std::string>& argv) {
     }
   }
   if (!a.flag("quiet") && !json) {
+    // The statistics go to stderr, the completion to stdout: flushed first, so that where both
+    // reach one terminal or file the statistics start on their own line.
+    std::cout.flush();
+    std::fflush(stdout);
     const auto& t = engine.telemetry();
     std::fprintf(stderr, "[%s | %s | steps %llu | KV blocks %d x %d tokens, %s, %.1f MiB | preemptions %llu]\n",
                  engine.model_info().name.c_str(), engine.model_info().backend.c_str(), (unsigned long long)t.step, t.blocks_total,

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "json_output.h"
 #include "llmwb/errors.h"
 
 #if LLMWB_HAVE_CUDA
@@ -27,7 +28,7 @@ int run_gpu_bench(const std::vector<std::string>& argv) {
     for (const auto& f : figures)
       arr.push_back({{"name", f.name}, {"value", f.value}, {"unit", f.unit}, {"ms", f.ms}, {"detail", f.detail},
                      {"device", dev}});
-    std::printf("%s\n", arr.dump(2).c_str());
+    std::printf("%s\n", dump_json(arr, 2).c_str());
     return 0;
   }
   std::printf("device: %s\n\n| %-36s | %12s | %-8s | %10s | %s\n", dev.c_str(), "figure", "value", "unit", "ms", "detail");

@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "json_output.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
 #include "model/model_describe.h"
@@ -143,7 +144,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   ModelInfo info = describe_model(*model, tok.get());
   info.tuning = TuningConfig::from_environment().describe();   // what an engine would run with
   if (a.flag("json"))
-    std::printf("%s\n", to_json(info, note).dump(2).c_str());
+    std::printf("%s\n", dump_json(to_json(info, note), 2).c_str());
   else
     print_text(info, note);
   return 0;

@@ -9,6 +9,7 @@
 #include "command.h"
 #include "llmwb/errors.h"
 #include "model/model_maker.h"
+#include "output_path.h"
 
 namespace llmwb::cli {
 namespace {
@@ -106,6 +107,9 @@ int run_make_model(const std::vector<std::string>& argv) {
       throw UsageError("a 32000-piece vocabulary uses the Llama 2 tokenizer, which was not found beside the program: "
                        "pass --tokenizer PATH/tokenizer.model (or set LLMWB_LLAMA2_TOKENIZER)");
   }
+
+  // The same rules as quantize --out: never a device, FIFO or folder, never the tokenizer read.
+  if (o.format == "gguf") prepare_output_file("out", o.out, {o.tokenizer_path}, false);
 
   const auto t0 = std::chrono::steady_clock::now();
   const MadeModel made = make_model(o);

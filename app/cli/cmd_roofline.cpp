@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -27,6 +28,7 @@
 #include "backend/cpu/qrepack.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
+#include "json_output.h"
 #include "llmwb/stats.h"
 #include "llmwb/errors.h"
 #include "format/tensor.h"
@@ -94,9 +96,14 @@ struct Bandwidth {
 Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps) {
   StreamArrays s;
   s.n = array_bytes / sizeof(float);
-  s.a.reset(new float[s.n]);
-  s.b.reset(new float[s.n]);
-  s.c.reset(new float[s.n]);
+  try {
+    s.a.reset(new float[s.n]);
+    s.b.reset(new float[s.n]);
+    s.c.reset(new float[s.n]);
+  } catch (const std::bad_alloc&) {
+    throw Error("--array-size", "cannot allocate the bandwidth test's 3 arrays of " + std::to_string(array_bytes >> 20) +
+                                    " MiB each: give a smaller --array-size");
+  }
   pool.run([&](int ith, int nth) {
     size_t b0, b1;
     share(s.n, ith, nth, &b0, &b1);
@@ -175,8 +182,17 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
                          int64_t tokens, uint64_t working_set, int reps) {
   const uint64_t row_bytes = dtype_row_bytes(dt, cols);
   const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
-  const int copies = tokens == 1 ? static_cast<int>(std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes)) : 1;
-  std::vector<uint8_t> store(mat_bytes * static_cast<uint64_t>(copies));
+  const uint64_t want = tokens == 1 ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
+  const int copies = static_cast<int>(std::min<uint64_t>(want, 1u << 20));
+  std::vector<uint8_t> store;
+  try {
+    store.resize(mat_bytes * static_cast<uint64_t>(copies));
+  } catch (const std::bad_alloc&) {
+    throw Error("--working-set", "cannot allocate " + std::to_string(copies) + " copies of a " +
+                                     std::to_string(mat_bytes >> 10) + " KiB matrix (" +
+                                     std::to_string((mat_bytes * static_cast<uint64_t>(copies)) >> 20) +
+                                     " MiB): give a smaller --working-set");
+  }
   {
     std::mt19937 rng(42);
     std::normal_distribution<float> nd(0.0f, 0.02f);
@@ -309,7 +325,7 @@ int run_roofline(const std::vector<std::string>& argv) {
                     {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all}});
     }
     if (a.flag("kernels")) j["kernels"] = ks;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", dump_json(j, 2).c_str());
     return 0;
   }
   std::printf("cpu: %s, simd %s, %d threads\n", cpu_model_name().c_str(), cpu::simd_level_name(level), nth);

@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "engine_flags.h"
+#include "json_output.h"
 #include "llmwb/engine.h"
 #include "llmwb/stats.h"
 
@@ -155,7 +156,7 @@ int run_serve_bench(const std::vector<std::string>& argv) {
                      {"peak_slots_allocated", r.peak_slots_allocated}, {"peak_slots_filled", r.peak_slots_filled},
                      {"kv_waste_paged", r.waste_paged}, {"contiguous_slots", r.contiguous_slots},
                      {"kv_waste_contiguous", r.waste_contiguous}});
-    std::cout << arr.dump(2) << "\n";
+    std::cout << dump_json(arr, 2) << "\n";
     return 0;
   }
   std::printf("| conc | reqs | out tok/s | x first | decode tok/s | x first | TTFT ms | TPOT ms | preempt | peak KV slots filled / paged / contiguous | waste paged (avg) | waste contiguous (peak) |\n");

@@ -1,8 +1,10 @@
 #include "engine_flags.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
+#include "llmwb/engine.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::cli {
@@ -72,6 +74,17 @@ EngineConfig engine_config_from(const Args& a) {
     }
   }
   return c;
+}
+
+void warn_beyond_trained_context(const Engine& engine, const char* command) {
+  const ModelInfo& m = engine.model_info();
+  if (m.trained_context_length <= 0 || m.context_length <= m.trained_context_length) return;
+  std::fprintf(stderr,
+               "llmwb-cli %s: warning: --max-model-len %d is beyond the %d tokens %s was trained for: output past "
+               "%d tokens is not promised to make sense, and the KV pool is sized for %d (%.1f MiB)\n",
+               command, m.context_length, m.trained_context_length, m.name.empty() ? "the model" : m.name.c_str(),
+               m.trained_context_length, m.context_length,
+               static_cast<double>(engine.telemetry().kv_bytes_total) / (1024.0 * 1024.0));
 }
 
 const std::vector<std::string>& sampling_value_flags() {

@@ -8,6 +8,10 @@
 #include "llmwb/engine_config.h"
 #include "llmwb/sampling_params.h"
 
+namespace llmwb {
+class Engine;
+}
+
 namespace llmwb::cli {
 
 // Flag names taking a value / boolean flags understood by engine_config_from().
@@ -17,6 +21,9 @@ const char* engine_flags_usage();
 // --model (default: stories260K beside the repo), --tokenizer, --threads, --backend, --block-size,
 // --kv-memory, --max-num-seqs, --max-batched-tokens, --no-prefix-cache, --max-model-len, ...
 EngineConfig engine_config_from(const Args& a);
+// On stderr: a warning when --max-model-len goes past the context the model was trained for
+// (quality there is not promised, and the KV pool is sized for the longer context).
+void warn_beyond_trained_context(const Engine& engine, const char* command);
 std::string default_model_path();
 
 const std::vector<std::string>& sampling_value_flags();

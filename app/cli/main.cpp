@@ -1,7 +1,10 @@
 // llmwb-cli — the headless face of LLM Workbench: every engine feature, scriptable.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,25 @@ std::vector<Command>& commands() {
 
 using namespace llmwb::cli;
 
+// Output that did not reach its destination (a full disk, `> /dev/full`, a closed pipe) is a
+// failure: stdout is flushed and closed here and any error turns the exit status into 1, with
+// the reason on stderr. Returns `rc` when all went well.
+static int finish_stdout(const char* command, int rc) {
+  errno = 0;
+  std::cout.flush();   // synced with stdio: this flushes stdout, and may fail there
+  int error = errno;
+  const bool stream_ok = !std::cout.fail();
+  const bool flushed = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!error) error = errno;
+  const bool closed = std::fclose(stdout) == 0;
+  if (!error) error = errno;
+  if (stream_ok && flushed && closed) return rc;
+  // No errno left: an earlier flush (a streamed completion) failed and the reason went with it.
+  std::fprintf(stderr, "llmwb-cli%s%s: error: cannot write the output (stdout): %s\n", command ? " " : "",
+               command ? command : "", error ? std::strerror(error) : "a write failed, output was lost");
+  return rc ? rc : 1;
+}
+
 static void print_help() {
   std::printf("usage: llmwb-cli COMMAND [flags]   (llmwb-cli COMMAND --help for its flags)\n\ncommands:\n");
   for (const auto& c : commands()) std::printf("  %-12s %s\n", c.name, c.summary);
@@ -29,7 +51,7 @@ static void print_help() {
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
-    return argc < 2 ? 2 : 0;
+    return finish_stdout(nullptr, argc < 2 ? 2 : 0);
   }
   const std::string name = argv[1];
   for (const auto& c : commands()) {
@@ -38,15 +60,21 @@ int main(int argc, char** argv) {
     for (const auto& a : args)
       if (a == "--help" || a == "-h") {
         std::printf("usage: llmwb-cli %s %s\n", c.name, c.usage);
-        return 0;
+        return finish_stdout(c.name, 0);
       }
     try {
-      return c.run(args);
+      const int rc = c.run(args);
+      return finish_stdout(c.name, rc);
     } catch (const UsageError& e) {
       std::fprintf(stderr, "llmwb-cli %s: %s\nusage: llmwb-cli %s %s\n", c.name, e.what(), c.name, c.usage);
       return 2;
     } catch (const llmwb::Error& e) {
       std::fprintf(stderr, "llmwb-cli %s: error: %s\n", c.name, e.what());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      // Allocations sized by a flag name it themselves (the KV pool: --kv-memory); this is the rest.
+      std::fprintf(stderr, "llmwb-cli %s: error: out of memory (std::bad_alloc): the model, --max-model-len, "
+                   "--max-num-seqs or --max-batched-tokens may need more memory than this machine has\n", c.name);
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "llmwb-cli %s: error: %s\n", c.name, e.what());

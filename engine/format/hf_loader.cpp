@@ -8,6 +8,7 @@
 // is marked RopeLayout::RotateHalf and the forward pass rotates accordingly.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -34,7 +35,7 @@ using nlohmann::json;
 
 json read_json(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
-  if (!f) throw Error(p.string(), "cannot open");
+  if (!f) throw Error(p.string(), std::string("cannot open: ") + std::strerror(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);

@@ -1,6 +1,7 @@
 // model_file.cpp — tensor lookup and format detection.
 #include "format/model_file.h"
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -45,12 +46,21 @@ std::unique_ptr<ModelFile> load_model_file(const std::string& path, const Progre
   std::unique_ptr<ModelFile> model;
   if (std::filesystem::is_directory(status)) {
     model = load_hf_folder(path);
+  } else if (!std::filesystem::is_regular_file(status)) {
+    // Opening a FIFO blocks until a writer comes, and a device never ends: refuse before opening.
+    const auto t = status.type();
+    const char* kind = t == std::filesystem::file_type::fifo        ? "a FIFO"
+                       : t == std::filesystem::file_type::character ? "a character device"
+                       : t == std::filesystem::file_type::block     ? "a block device"
+                       : t == std::filesystem::file_type::socket    ? "a socket"
+                                                                    : "not a regular file";
+    throw Error(path, std::string("is ") + kind + ", not a model file (a GGUF file, a llama2.c checkpoint) or folder");
   } else {
     // GGUF files start with the magic "GGUF"; llama2.c checkpoints have no magic at all
     // (they start with the config's int32s), so they are what is left.
     char magic[4] = {};
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path, "cannot open for reading");
+    if (!in) throw Error(path, std::string("cannot open for reading: ") + std::strerror(errno));
     in.read(magic, 4);
     if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
       model = load_gguf(path);

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <new>
+
+#include "llmwb/errors.h"
 
 #include "format/tensor.h"
 
@@ -39,7 +43,22 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
       kv_dim_(n_kv_heads * head_dim),
       dtype_(dtype) {
   const size_t n = static_cast<size_t>(n_layers) * num_blocks * block_size * kv_dim_;
-  // Untouched memory, so unused blocks cost no resident memory.
+  // Untouched memory, so unused blocks cost no resident memory. Even so the address space must
+  // be granted; a refusal names the pool, its size and what sets it rather than a bare bad_alloc.
+  try {
+    allocate(n);
+  } catch (const std::bad_alloc&) {
+    const double gib = static_cast<double>(total_bytes()) / double(1ull << 30);
+    char size[64];
+    std::snprintf(size, sizeof size, "%.2f GiB", gib);
+    throw Error("kv_memory", std::string("cannot allocate the KV cache pool: ") + size + " (" +
+                                 std::to_string(total_bytes()) + " bytes, " + std::to_string(num_blocks) + " blocks of " +
+                                 std::to_string(block_size) + " tokens, " + kv_dtype_name(dtype) +
+                                 "); give a smaller --kv-memory (EngineConfig::kv_memory_bytes) or --max-model-len");
+  }
+}
+
+void KVCache::allocate(size_t n) {
   if (dtype_ == KVDType::F32) {
     k_ = make_huge_array<float>(n);
     v_ = make_huge_array<float>(n);
@@ -49,7 +68,7 @@ KVCache::KVCache(int n_layers, int num_blocks, int block_size, int n_kv_heads, i
   } else {
     k8_ = make_huge_array<int8_t>(n);
     v8_ = make_huge_array<int8_t>(n);
-    const size_t ns = static_cast<size_t>(n_layers) * num_blocks * block_size * n_kv_heads;
+    const size_t ns = static_cast<size_t>(n_layers_) * num_blocks_ * block_size_ * n_kv_heads_;
     k_scale_ = make_huge_array<float>(ns);
     v_scale_ = make_huge_array<float>(ns);
   }

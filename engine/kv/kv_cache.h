@@ -94,6 +94,7 @@ class KVCache {
   size_t scale_index(int layer, int64_t slot, int kv_head) const {
     return token_index(layer, slot) * n_kv_heads_ + static_cast<size_t>(kv_head);
   }
+  void allocate(size_t elements);   // the pools for `elements` K (and V) elements
   void store_int8(int8_t* codes, float* scales, int layer, int64_t slot, const float* x);
 
   int n_layers_, num_blocks_, block_size_, n_kv_heads_, head_dim_, kv_dim_;

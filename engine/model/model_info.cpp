@@ -34,6 +34,7 @@ ModelInfo describe_model(const ModelFile& file, const Tokenizer* tok) {
   info.head_dim = c.head_dim;
   info.vocab_size = c.vocab_size;
   info.context_length = c.max_seq_len;
+  info.trained_context_length = c.max_seq_len;
   info.rope_theta = c.rope_theta;
   info.norm_eps = c.norm_eps;
   info.rope_layout = c.rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half";

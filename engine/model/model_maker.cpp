@@ -8,9 +8,12 @@
 #include "model/model_maker.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
@@ -166,6 +169,15 @@ const char* torch_dtype(DType dt) {
   return dt == DType::F16 ? "float16" : dt == DType::BF16 ? "bfloat16" : "float32";
 }
 
+// Every byte checked, the close included (a full disk often shows only there).
+void write_whole_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error(path, std::string("cannot create: ") + std::strerror(errno));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (f.fail()) throw Error(path, std::string("cannot write: ") + std::strerror(errno));
+}
+
 std::vector<std::string> write_folder(const ModelMakerOptions& o, const TokenizerData& vocab,
                                       const std::vector<Planned>& plan) {
   const ModelConfig& c = o.config;
@@ -213,11 +225,7 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
     cfg["rope_scaling"] = rs;
   }
   const std::string cfg_path = (dir / "config.json").string();
-  {
-    std::ofstream f(cfg_path, std::ios::trunc);
-    f << cfg.dump(2) << "\n";
-    if (!f) throw Error(cfg_path, "cannot write");
-  }
+  write_whole_file(cfg_path, cfg.dump(2) + "\n");
   files.push_back(cfg_path);
 
   // Greedy sharding in tensor order, as transformers' save_pretrained does; a tensor larger
@@ -255,9 +263,7 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
   if (shards.size() > 1) {
     const nlohmann::ordered_json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     const std::string path = (dir / "model.safetensors.index.json").string();
-    std::ofstream f(path, std::ios::trunc);
-    f << index.dump(2) << "\n";
-    if (!f) throw Error(path, "cannot write");
+    write_whole_file(path, index.dump(2) + "\n");
     files.push_back(path);
   }
 
@@ -266,13 +272,11 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
     // Copied by content: copy_file would also copy a read-only source's permissions and make
     // the next make-model into the same folder fail.
     std::ifstream in(o.tokenizer_path, std::ios::binary);
-    std::ofstream f(tok, std::ios::binary | std::ios::trunc);
-    f << in.rdbuf();
-    if (!in || !f) throw Error(tok.string(), "cannot copy " + o.tokenizer_path);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) throw Error(o.tokenizer_path, std::string("cannot read: ") + std::strerror(errno));
+    write_whole_file(tok.string(), bytes);
   } else {
-    std::ofstream f(tok, std::ios::binary | std::ios::trunc);
-    f << sentencepiece_model_bytes(vocab);
-    if (!f) throw Error(tok.string(), "cannot write");
+    write_whole_file(tok.string(), sentencepiece_model_bytes(vocab));
   }
   files.push_back(tok.string());
   return files;

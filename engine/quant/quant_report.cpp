@@ -129,7 +129,7 @@ std::string quant_report_json(const QuantReport& r, int indent) {
         {"first_divergence", r.greedy.first_divergence},
         {"ref", r.greedy.ref},
         {"quant", r.greedy.quant}}}};
-  return j.dump(indent);
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);   // texts are model output
 }
 
 }  // namespace llmwb

@@ -1,7 +1,9 @@
 #include "tokenizer/llama2c_tokenizer.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -23,8 +25,16 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 }  // namespace
 
 TokenizerData read_llama2c_tokenizer(const std::string& path) {
+  // A folder opens as a stream on Linux and then fails inside libstdc++ with a message that
+  // names no path; anything but a regular file is refused here instead.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status))
+    throw Error(path, "is a folder, not a tokenizer file (a llama2.c tokenizer .bin or a SentencePiece .model)");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw Error(path, "is not a regular file, not a tokenizer file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path, "cannot open the tokenizer file");
+  if (!f) throw Error(path, std::string("cannot open the tokenizer file: ") + std::strerror(errno));
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (f.bad()) throw Error(path, "cannot read the tokenizer file");
 

@@ -3,12 +3,14 @@
 #
 # Configures build-fuzz with clang (libFuzzer + ASan + UBSan), builds every fuzz target
 # (tests/fuzz/fuzz_*.cpp), seeds a temporary corpus (stories260K.gguf from ../shared and
-# small generated GGUF / safetensors files; nothing is written into the repository), runs each
-# target for the given time and exits non-zero when any target finds a crash. Crashing inputs
-# are kept in build-fuzz/fuzz-artifacts/<target>/.
+# small generated GGUF / safetensors files; nothing is written into the repository), runs the
+# targets side by side (one core each), each for the given time, and exits non-zero when any
+# target finds a crash. Crashing inputs are kept in build-fuzz/fuzz-artifacts/<target>/.
 #
 # Environment: LLMWB_FUZZ_BUILD (build folder), LLMWB_SHARED_DIR (the shared/ folder),
-# LLMWB_FUZZ_JOBS (build parallelism, default 2).
+# LLMWB_FUZZ_JOBS (build parallelism, default 2), LLMWB_FUZZ_PARALLEL (targets run at once,
+# default: the number of cores), LLMWB_CMAKE_LAUNCHER (extra configure flags, e.g. the ccache
+# launcher that tests/run-all.sh passes).
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -16,10 +18,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${LLMWB_FUZZ_BUILD:-$root/build-fuzz}"
 shared="${LLMWB_SHARED_DIR:-$root/../shared}"
 jobs="${LLMWB_FUZZ_JOBS:-2}"
+parallel="${LLMWB_FUZZ_PARALLEL:-$(nproc)}"
+read -r -a launcher <<<"${LLMWB_CMAKE_LAUNCHER:-}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DLLMWB_FUZZ=ON \
   -DLLMWB_BUILD_GUI=OFF -DLLMWB_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DLLMWB_SHARED_DIR="$shared" >/dev/null
+  -DLLMWB_SHARED_DIR="$shared" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" --target fuzz
 
 work="$(mktemp -d)"
@@ -57,9 +61,9 @@ if [[ -f "$shared/models/stories260K/hf/model.safetensors" ]]; then
   cp "$shared/models/stories260K/hf/model.safetensors" "$work/seeds/safetensors/"
 fi
 
-status=0
-for exe in "$build"/tests/fuzz/fuzz_*; do
-  [[ -x "$exe" && -f "$exe" ]] || continue
+# One target: its log in $work/NAME.log, its exit status in $work/NAME.status.
+fuzz_one() {
+  local exe=$1 name kind corpus artifacts
   name="$(basename "$exe")"
   kind="${name#fuzz_}"
   corpus="$work/corpus/$name"
@@ -67,13 +71,36 @@ for exe in "$build"/tests/fuzz/fuzz_*; do
   mkdir -p "$corpus" "$artifacts"
   cp "$work/seeds/$kind"/* "$corpus/" 2>/dev/null || true
   echo "== $name: ${seconds}s, corpus $(ls "$corpus" | wc -l) seeds"
-  log="$work/$name.log"
-  if "$exe" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-       -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1; then
-    grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$log" || true
+  local rc=0
+  "$exe" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 >"$work/$name.log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$name.status"
+}
+
+targets=()
+for exe in "$build"/tests/fuzz/fuzz_*; do
+  [[ -x "$exe" && -f "$exe" ]] && targets+=("$exe")
+done
+running=0
+for exe in "${targets[@]}"; do
+  if ((running >= parallel)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$exe" &
+  running=$((running + 1))
+done
+wait
+
+status=0
+for exe in "${targets[@]}"; do
+  name="$(basename "$exe")"
+  if [[ "$(cat "$work/$name.status" 2>/dev/null)" == 0 ]]; then
+    echo "== $name"
+    grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$work/$name.log" || true
   else
-    echo "!! $name failed; last lines of its log (inputs in $artifacts):"
-    tail -n 40 "$log"
+    echo "!! $name failed; last lines of its log (inputs in $build/fuzz-artifacts/$name):"
+    tail -n 40 "$work/$name.log"
     status=1
   fi
 done

@@ -1,11 +1,14 @@
 // Chat: a greedy turn through the completion template of stories260K, saved as JSON after the
 // turn; the saved conversation reloads identically; regenerate and edit-and-resend work.
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QSignalSpy>
 #include <QTest>
 
 #include "chat_view.h"
+#include "llmwb/errors.h"
 #include "sampling_params_editor.h"
 #include "ui_test_support.h"
 
@@ -118,6 +121,48 @@ class TestChatView : public QObject {
     const std::vector<ui::Conversation> saved = ui::ConversationStore(store_dir_).load_all();
     QVERIFY(!saved.empty());
     QVERIFY(fresh.conversation() == saved.front());
+  }
+
+  void corrupt_saved_conversations_are_listed_with_the_reason_and_never_overwritten() {
+    const QString dir = uitest::scratch_dir("conversations-corrupt");
+    const QByteArray broken = "{\"id\": \"broken\", \"messages\": [";   // cut short
+    const QByteArray array = "[1, 2, 3]\n";
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+      QFile f(dir + "/" + name);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(bytes);
+    };
+    write("broken.json", broken);
+    write("array.json", array);
+    ui::ChatView view;
+    QSignalSpy errors(&view, &ui::ChatView::error);
+    view.set_store(ui::ConversationStore(dir));
+    const QStringList unreadable = view.unreadable_conversations();
+    QCOMPARE(unreadable.size(), 2);
+    QVERIFY2(unreadable.join("\n").contains("broken.json: not JSON at offset"), qPrintable(unreadable.join("\n")));
+    QVERIFY2(unreadable.join("\n").contains("array.json: expected a JSON object"), qPrintable(unreadable.join("\n")));
+    const auto* label = view.findChild<QLabel*>("unreadable_conversations");
+    QVERIFY(label && !label->isHidden());
+    QVERIFY(label->text().contains("broken.json") && label->text().contains("array.json"));
+    // Reported once to the window (its banner), after the constructor's connections exist.
+    QTRY_COMPARE(errors.count(), 1);
+    QVERIFY(errors.first().first().toString().contains("broken.json"));
+    // A new chat beside them, and a conversation saved under a broken file's id, leave both
+    // files byte for byte as they were.
+    view.new_chat();
+    ui::Conversation same_id = ui::Conversation::make_new();
+    same_id.id = "broken";
+    same_id.messages.push_back({"user", "Hello"});
+    bool refused = false;
+    try {
+      view.store().save(same_id);
+    } catch (const Error& e) {
+      refused = QString(e.what()).contains("not overwritten");
+    }
+    QVERIFY(refused);
+    QCOMPARE(uitest::read_text(dir + "/broken.json").toUtf8(), broken);
+    QCOMPARE(uitest::read_text(dir + "/array.json").toUtf8(), array);
+    QCOMPARE(errors.count(), 1);
   }
 
   void markdown_export_writes_every_turn() {

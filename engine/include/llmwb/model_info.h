@@ -23,6 +23,9 @@ struct ModelInfo {
   std::string name;
   int dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int vocab_size = 0, context_length = 0;
+  // The context the model was trained for (its file's); context_length is the engine's
+  // max_model_len once loaded, which may be set beyond it.
+  int trained_context_length = 0;
   float rope_theta = 10000.f, norm_eps = 1e-5f;
   std::string rope_layout;      // "interleaved" (GGUF, llama2.c) or "rotate-half" (Hugging Face)
   std::string rope_scaling;     // "none", "linear x4", "llama3 x8", ...

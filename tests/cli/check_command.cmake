@@ -1,0 +1,62 @@
+# Runs the command after "--" and checks what it did, for the CLI tests that need more than an
+# exit code and one pattern:
+#   EXPECT=success|failure   exit 0, or exit 1 / 2 (a failure that is not a crash); default success
+#   REGEX / NOT_REGEX        must / must not match stdout and stderr merged in the order written
+#   STDOUT_FILE=PATH         stdout goes there instead (e.g. /dev/full); then only stderr is matched
+#   REMOVE=PATH              removed (recursively) before the run
+#   COPY_FROM, COPY_TO       a file copied before the run (a scratch input the command may touch)
+#   MKDIR=PATH, MKFIFO=PATH  a folder / a FIFO created before the run
+#   UNCHANGED=PATH           must be byte-identical to COPY_FROM after the run
+#   EXISTS_AFTER / ABSENT=PATH  must / must not exist after the run
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
+if(NOT EXPECT)
+  set(EXPECT success)
+endif()
+foreach(p ${REMOVE} ${MKFIFO})
+  file(REMOVE_RECURSE "${p}")
+endforeach()
+if(COPY_FROM)
+  file(REMOVE_RECURSE "${COPY_TO}")
+  configure_file("${COPY_FROM}" "${COPY_TO}" COPYONLY)
+endif()
+if(MKDIR)
+  file(MAKE_DIRECTORY "${MKDIR}")
+endif()
+if(MKFIFO)
+  execute_process(COMMAND mkfifo "${MKFIFO}" RESULT_VARIABLE made)
+  if(NOT made EQUAL 0)
+    message(FATAL_ERROR "mkfifo ${MKFIFO} failed")
+  endif()
+endif()
+
+if(STDOUT_FILE)
+  execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_FILE "${STDOUT_FILE}" ERROR_VARIABLE all)
+else()
+  execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE all ERROR_VARIABLE all)
+endif()
+
+if(EXPECT STREQUAL "success" AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected exit 0, got '${rc}':\n${all}")
+endif()
+if(EXPECT STREQUAL "failure" AND NOT rc MATCHES "^[12]$")
+  message(FATAL_ERROR "expected exit code 1 or 2, got '${rc}':\n${all}")
+endif()
+if(DEFINED REGEX AND NOT all MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match '${REGEX}':\n${all}")
+endif()
+if(DEFINED NOT_REGEX AND all MATCHES "${NOT_REGEX}")
+  message(FATAL_ERROR "output matches '${NOT_REGEX}', which it must not:\n${all}")
+endif()
+if(UNCHANGED)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${COPY_FROM}" "${UNCHANGED}" RESULT_VARIABLE differ)
+  if(NOT differ EQUAL 0)
+    message(FATAL_ERROR "${UNCHANGED} was changed:\n${all}")
+  endif()
+endif()
+if(EXISTS_AFTER AND NOT EXISTS "${EXISTS_AFTER}")
+  message(FATAL_ERROR "${EXISTS_AFTER} was not written:\n${all}")
+endif()
+if(ABSENT AND (EXISTS "${ABSENT}" OR IS_SYMLINK "${ABSENT}"))
+  message(FATAL_ERROR "${ABSENT} exists but must not:\n${all}")
+endif()
+message(STATUS "as expected (exit ${rc}):\n${all}")
