@@ -11,8 +11,10 @@
 
 #include "args.h"
 #include "command.h"
-#include "llmwb/errors.h"
 #include "format/model_file.h"
+#include "json_output.h"
+#include "llmwb/errors.h"
+#include "llmwb/stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmwb::cli {
@@ -57,16 +59,15 @@ int bench(const Tokenizer& tok, const std::string& path, bool special) {
     tokens = (special ? tok.encode_with_special(text) : tok.encode(text)).size();
     seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
   }
-  std::sort(seconds.begin(), seconds.end());
-  const double median = seconds[seconds.size() / 2];
+  const double median_s = median(seconds);
   nlohmann::ordered_json j = {{"tokenizer", tok.kind()},
                               {"file", path},
                               {"bytes", text.size()},
                               {"tokens", tokens},
                               {"runs", seconds.size()},
-                              {"median_seconds", median},
-                              {"mb_per_s", static_cast<double>(text.size()) / 1e6 / median}};
-  std::printf("%s\n", j.dump().c_str());
+                              {"median_seconds", median_s},
+                              {"mb_per_s", static_cast<double>(text.size()) / 1e6 / median_s}};
+  std::printf("%s\n", dump_json(j).c_str());
   return 0;
 }
 
@@ -96,7 +97,7 @@ int run_tokenize(const std::vector<std::string>& argv) {
       nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
       for (int id : ids) pieces.push_back(tok->piece(id));
       const nlohmann::ordered_json line = {{"ids", ids}, {"pieces", pieces}};
-      std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::printf("%s\n", dump_json(line).c_str());
     } else {
       if (i > 0) std::printf("\n");
       for (int id : ids) std::printf("%6d -> '%s'\n", id, tok->display(id).c_str());
