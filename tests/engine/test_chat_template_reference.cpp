@@ -1,0 +1,99 @@
+// The built-in chat formats against Hugging Face's Jinja: every real template in
+// tests/data/chat_templates/ is recognised as its format, and rendering each conversation of
+// reference.json (made by tools/chat-template-ref with @huggingface/jinja) gives the same
+// text, or an error where the template raises one.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "llmwb/chat_template.h"
+#include "llmwb/errors.h"
+
+namespace llmwb {
+namespace {
+
+const std::string kDir = std::string(LLMWB_SOURCE_DIR) + "/tests/data/chat_templates/";
+
+std::string read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  EXPECT_TRUE(f) << path;
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Each template file and the format it must be recognised as.
+const std::map<std::string, ChatFormat> kExpected = {
+    {"llama2-chat", ChatFormat::Llama2},       {"mistral-v1", ChatFormat::MistralV1},
+    {"mistral-v2", ChatFormat::Mistral},       {"chatml", ChatFormat::ChatML},
+    {"zephyr", ChatFormat::Zephyr},            {"llama3-tokenizer", ChatFormat::Llama3},
+    {"llama3-instruct", ChatFormat::Llama3},   {"llama3.1", ChatFormat::Llama31},
+    {"llama3.2", ChatFormat::Llama31},         {"qwen2.5", ChatFormat::Qwen25},
+    {"qwen3", ChatFormat::Qwen3},
+};
+
+ChatTemplate recognized(const std::string& name) {
+  return recognize_chat_template(read(kDir + name + ".jinja"), "");
+}
+
+TEST(ChatTemplateReference, EveryRealTemplateIsRecognisedAsItsFormat) {
+  for (const auto& [name, format] : kExpected) {
+    const ChatTemplate t = recognized(name);
+    EXPECT_TRUE(t.recognized) << name;
+    EXPECT_EQ(chat_format_name(t.format), std::string(chat_format_name(format))) << name;
+  }
+  // The release details: Llama 3's first template always opens the assistant turn; 3.2 asks
+  // the clock for today's date, 3.1 does not.
+  EXPECT_TRUE(recognized("llama3-tokenizer").always_generation_prompt);
+  EXPECT_FALSE(recognized("llama3-instruct").always_generation_prompt);
+  EXPECT_TRUE(recognized("llama3.2").date_from_clock);
+  EXPECT_FALSE(recognized("llama3.1").date_from_clock);
+}
+
+TEST(ChatTemplateReference, RenderingEqualsHuggingFaceJinjaForEveryConversation) {
+  const nlohmann::json ref = nlohmann::json::parse(read(kDir + "reference.json"));
+  ASSERT_GT(ref.size(), 300u);
+  std::map<std::string, int> checked;
+  for (const auto& e : ref) {
+    const std::string name = e.at("template");
+    std::vector<ChatMessage> messages;
+    for (const auto& m : e.at("messages")) messages.push_back({m.at("role"), m.at("content")});
+    ChatOptions o;
+    o.add_generation_prompt = e.at("add_generation_prompt");
+    if (e.contains("enable_thinking")) o.enable_thinking = e.at("enable_thinking").get<bool>();
+    if (e.contains("date_string")) o.date_string = e.at("date_string");
+    const std::string what = name + " / " + e.at("conversation").get<std::string>() +
+                             (o.add_generation_prompt ? " / generation prompt" : "") +
+                             (o.enable_thinking ? (*o.enable_thinking ? " / thinking on" : " / thinking off") : "");
+    const ChatTemplate t = recognized(name);
+    if (e.contains("error")) {
+      EXPECT_THROW(render_chat(t, messages, o), Error) << what << ": the template raises " << e.at("error");
+    } else {
+      try {
+        EXPECT_EQ(render_chat(t, messages, o).text(), e.at("text").get<std::string>()) << what;
+      } catch (const std::exception& ex) {
+        ADD_FAILURE() << what << ": " << ex.what();
+      }
+    }
+    ++checked[name];
+  }
+  EXPECT_EQ(checked.size(), kExpected.size());
+}
+
+TEST(ChatTemplateReference, AnUnknownTemplateIsNamedAndFallsBackToCompletion) {
+  const ChatTemplate t = recognize_chat_template("{% for m in messages %}### {{ m.role }}: {{ m.content }}\n{% endfor %}",
+                                                 "SomeModel-Instruct");
+  EXPECT_FALSE(t.recognized);
+  EXPECT_EQ(t.format, ChatFormat::Completion);
+  EXPECT_NE(t.description.find("unrecognised chat template \"{% for m in messages %}### {{ m.role }}"),
+            std::string::npos)
+      << t.description;
+  EXPECT_NE(t.description.find("fnv1a "), std::string::npos) << t.description;
+  EXPECT_NE(t.description.find("completion"), std::string::npos) << t.description;
+}
+
+}  // namespace
+}  // namespace llmwb
