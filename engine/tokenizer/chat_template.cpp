@@ -165,6 +165,36 @@ std::vector<ChatSegment> render_mistral(const std::vector<ChatMessage>& messages
   return out.take();
 }
 
+// mistralai/Mistral-7B-Instruct-v0.3 ("v3") and Mistral-Nemo ("v3-tekken", no spaces, replies
+// untrimmed) without tools: the system message goes before the LAST message when that is a
+// user turn (and nowhere otherwise).
+std::vector<ChatSegment> render_mistral_v3(const std::vector<ChatMessage>& messages, bool tekken) {
+  size_t first = 0;
+  const ChatMessage* system = nullptr;
+  if (!messages.empty() && messages[0].role == "system") system = &messages[0], first = 1;
+  const char* name = tekken ? "the mistral-v3-tekken template" : "the mistral-v3 template";
+  for (size_t i = first; i < messages.size(); ++i)
+    if ((messages[i].role == "user") != ((i - first) % 2 == 0))
+      raise(i, std::string(name) + " needs user and assistant turns to alternate (after an optional system message)");
+  Out out;
+  out.ctl("<s>");
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "user") {
+      out.ctl("[INST]").tpl(tekken ? "" : " ");
+      if (i + 1 == messages.size() && system) out.msg(system->content).tpl("\n\n");
+      out.msg(m.content).ctl("[/INST]");
+    } else if (m.role == "assistant") {
+      if (tekken) out.msg(m.content);
+      else out.tpl(" ").msg(trim(m.content));
+      out.ctl("</s>");
+    } else {
+      raise(i, std::string(name) + " has a system role only for the first message");
+    }
+  }
+  return out.take();
+}
+
 void chatml_turn(Out& out, const std::string& role, const std::string& content) {
   out.ctl("<|im_start|>").tpl(role + "\n").msg(content).ctl("<|im_end|>").tpl("\n");
 }
@@ -233,11 +263,14 @@ std::vector<ChatSegment> render_llama31(const ChatTemplate& t, const std::vector
   return out.take();
 }
 
-// Qwen/Qwen2.5-*-Instruct without tools.
-std::vector<ChatSegment> render_qwen25(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+const char* const kQwenSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+// Qwen/Qwen2.5-*-Instruct without tools; Qwen2's template renders the same with its own default.
+std::vector<ChatSegment> render_qwen25(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                       bool add_generation_prompt) {
   Out out;
   if (!messages.empty() && messages[0].role == "system") chatml_turn(out, "system", messages[0].content);
-  else out.ctl("<|im_start|>").tpl("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.")
+  else out.ctl("<|im_start|>").tpl("system\n" + (t.default_system.empty() ? kQwenSystem : t.default_system))
            .ctl("<|im_end|>").tpl("\n");
   for (size_t i = 0; i < messages.size(); ++i)
     if (!(i == 0 && messages[i].role == "system")) chatml_turn(out, messages[i].role, messages[i].content);
@@ -318,6 +351,21 @@ std::string short_hash(const std::string& s) {
   return buf;
 }
 
+// The system prompt a ChatML template writes when the conversation has none: the literal text
+// in '<|im_start|>system\n...<|im_end|>' (Qwen2, Qwen2.5), "" when there is none.
+std::string default_system_prompt(const std::string& j) {
+  for (const char* open : {"<|im_start|>system\\n", "<|im_start|>system\n"}) {
+    for (size_t at = j.find(open); at != std::string::npos; at = j.find(open, at + 1)) {
+      const size_t b = at + std::string(open).size();
+      const size_t e = j.find("<|im_end|>", b);
+      if (e == std::string::npos) break;
+      const std::string text = j.substr(b, e - b);
+      if (!text.empty() && text.find_first_of("'\"{}\\\n") == std::string::npos) return text;
+    }
+  }
+  return {};
+}
+
 std::string first_line(const std::string& s) {
   std::string line = trim(s.substr(0, s.find('\n')));
   if (line.size() > 60) line = line.substr(0, 57) + "...";
@@ -346,8 +394,10 @@ RenderedChat render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& 
       r.segments = render_llama3(messages, o.add_generation_prompt || t.always_generation_prompt);
       break;
     case ChatFormat::Llama31: r.segments = render_llama31(t, messages, o); break;
-    case ChatFormat::Qwen25: r.segments = render_qwen25(messages, o.add_generation_prompt); break;
+    case ChatFormat::Qwen25: r.segments = render_qwen25(t, messages, o.add_generation_prompt); break;
     case ChatFormat::Qwen3: r.segments = render_qwen3(messages, o); break;
+    case ChatFormat::MistralV3: r.segments = render_mistral_v3(messages, false); break;
+    case ChatFormat::MistralV3Tekken: r.segments = render_mistral_v3(messages, true); break;
   }
   return r;
 }
@@ -390,12 +440,21 @@ ChatTemplate recognize_chat_template(const std::string& jinja, const std::string
   }
   if (contains(j, "<|im_start|>")) {
     if (contains(j, "<think>") || contains(j, "enable_thinking")) return from_template(ChatFormat::Qwen3);
-    if (contains(j, "You are Qwen, created by Alibaba Cloud")) return from_template(ChatFormat::Qwen25);
-    return from_template(ChatFormat::ChatML);
+    const std::string def = default_system_prompt(j);
+    if (def.empty()) return from_template(ChatFormat::ChatML);
+    ChatTemplate t = from_template(ChatFormat::Qwen25);
+    if (def != kQwenSystem) {
+      t.default_system = def;
+      t.description = "qwen2.5 (from the model's chat template: ChatML with the default system prompt \"" + def + "\")";
+    }
+    return t;
   }
   if (contains(j, "<|user|>")) return from_template(ChatFormat::Zephyr);
-  if (contains(j, "[INST]")) {
+  if (contains(j, "[INST]") && !contains(j, "[SYSTEM_PROMPT]")) {
     if (contains(j, "<<SYS>>")) return from_template(ChatFormat::Llama2);
+    if (contains(j, "loop.last and system_message is defined"))
+      return from_template(contains(j, "\"[INST] \" + system_message") ? ChatFormat::MistralV3
+                                                                      : ChatFormat::MistralV3Tekken);
     if (contains(j, "' [INST] '")) return from_template(ChatFormat::Mistral);
     return from_template(ChatFormat::MistralV1);
   }
@@ -450,6 +509,8 @@ const char* chat_format_name(ChatFormat format) {
     case ChatFormat::Llama31: return "llama3.1";
     case ChatFormat::Qwen25: return "qwen2.5";
     case ChatFormat::Qwen3: return "qwen3";
+    case ChatFormat::MistralV3: return "mistral-v3";
+    case ChatFormat::MistralV3Tekken: return "mistral-v3-tekken";
   }
   return "completion";
 }
@@ -457,7 +518,7 @@ const char* chat_format_name(ChatFormat format) {
 std::vector<ChatFormat> all_chat_formats() {
   return {ChatFormat::Completion, ChatFormat::Llama2, ChatFormat::ChatML,    ChatFormat::Zephyr,
           ChatFormat::Llama3,     ChatFormat::Mistral, ChatFormat::MistralV1, ChatFormat::Llama31,
-          ChatFormat::Qwen25,     ChatFormat::Qwen3};
+          ChatFormat::Qwen25,     ChatFormat::Qwen3,   ChatFormat::MistralV3, ChatFormat::MistralV3Tekken};
 }
 
 bool chat_format_from_name(const std::string& name, ChatFormat* format) {
@@ -479,7 +540,9 @@ std::vector<std::string> chat_stop_strings(ChatFormat format) {
     case ChatFormat::Completion: return {};
     case ChatFormat::Llama2:
     case ChatFormat::Mistral:
-    case ChatFormat::MistralV1: return {"</s>", "[INST]"};
+    case ChatFormat::MistralV1:
+    case ChatFormat::MistralV3:
+    case ChatFormat::MistralV3Tekken: return {"</s>", "[INST]"};
     case ChatFormat::ChatML:
     case ChatFormat::Qwen25:
     case ChatFormat::Qwen3: return {"<|im_end|>", "<|im_start|>", "<|endoftext|>"};

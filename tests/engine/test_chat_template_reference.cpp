@@ -32,7 +32,8 @@ const std::map<std::string, ChatFormat> kExpected = {
     {"zephyr", ChatFormat::Zephyr},            {"llama3-tokenizer", ChatFormat::Llama3},
     {"llama3-instruct", ChatFormat::Llama3},   {"llama3.1", ChatFormat::Llama31},
     {"llama3.2", ChatFormat::Llama31},         {"qwen2.5", ChatFormat::Qwen25},
-    {"qwen3", ChatFormat::Qwen3},
+    {"qwen3", ChatFormat::Qwen3},             {"qwen2", ChatFormat::Qwen25},
+    {"mistral-v3", ChatFormat::MistralV3},     {"mistral-v3-tekken", ChatFormat::MistralV3Tekken},
 };
 
 ChatTemplate recognized(const std::string& name) {
@@ -51,6 +52,9 @@ TEST(ChatTemplateReference, EveryRealTemplateIsRecognisedAsItsFormat) {
   EXPECT_FALSE(recognized("llama3-instruct").always_generation_prompt);
   EXPECT_TRUE(recognized("llama3.2").date_from_clock);
   EXPECT_FALSE(recognized("llama3.1").date_from_clock);
+  // Qwen2's ChatML has its own default system prompt; Qwen2.5's is the built-in one.
+  EXPECT_EQ(recognized("qwen2").default_system, "You are a helpful assistant.");
+  EXPECT_EQ(recognized("qwen2.5").default_system, "");
 }
 
 TEST(ChatTemplateReference, RenderingEqualsHuggingFaceJinjaForEveryConversation) {

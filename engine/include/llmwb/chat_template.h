@@ -33,6 +33,9 @@ enum class ChatFormat {
   Llama31,     // Llama 3.1 / 3.2 Instruct: Llama 3 turns after a system header with the dates
   Qwen25,      // Qwen2.5: ChatML with Qwen's default system prompt
   Qwen3,       // Qwen3: ChatML with <think> blocks and the enable_thinking switch
+  MistralV3,   // Mistral-7B-Instruct v0.3: <s>[INST] user[/INST] reply</s>, the system message
+               // before the last user message
+  MistralV3Tekken,  // Mistral-Nemo: as MistralV3 without the spaces: [INST]user[/INST]reply</s>
 };
 
 struct ChatMessage {
@@ -50,6 +53,9 @@ struct ChatTemplate {
   // Llama 3.2's template takes "Today Date" from the clock (strftime_now) when no date_string
   // is given; Llama 3.1's uses "26 Jul 2024".
   bool date_from_clock = false;
+  // Qwen2.5 (and Qwen2's ChatML): the system prompt used when the conversation has none;
+  // empty: Qwen2.5's "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+  std::string default_system;
   // False when the model has a chat template that is not recognised: `description` names it
   // and the format falls back to Completion.
   bool recognized = true;
@@ -127,7 +133,7 @@ std::string apply_chat_template(ChatFormat format, const std::vector<ChatMessage
 ChatFormat detect_chat_format(const std::string& jinja_template_text, const std::string& model_name);
 
 // "completion", "llama2", "chatml", "zephyr", "llama3", "mistral", "mistral-v1", "llama3.1",
-// "qwen2.5", "qwen3".
+// "qwen2.5", "qwen3", "mistral-v3", "mistral-v3-tekken".
 const char* chat_format_name(ChatFormat format);
 // Parses a name as chat_format_name writes it (case-insensitive); false if unknown.
 bool chat_format_from_name(const std::string& name, ChatFormat* format);
