@@ -50,6 +50,9 @@ int run_generate(const std::vector<std::string>& argv) {
   }
 
   Engine engine(cfg);
+  std::map<uint64_t, size_t> index;
+  std::vector<RequestOutput> results(prompts.size());
+  int failures = 0;
   // --chat: one conversation through the chat template, tokenized as the Chat view does.
   std::optional<RenderedChat> rendered;
   ChatTemplate chat_template;
@@ -70,9 +73,6 @@ int run_generate(const std::vector<std::string>& argv) {
       std::fprintf(stderr, "\n");
     }
   }
-  std::map<uint64_t, size_t> index;
-  std::vector<RequestOutput> results(prompts.size());
-  int failures = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     try {
       // An empty prompt is BOS alone; otherwise BOS + the prompt's tokens.

@@ -13,7 +13,9 @@ std::vector<int> chat_prompt_ids(const Engine& engine, const RenderedChat& chat)
   tok.encode = [&engine](const std::string& text, bool parse_special) {
     return engine.encode(text, /*add_bos=*/false, parse_special);
   };
+  // The BOS the engine puts before a text prompt; none where the vocabulary has no BOS id.
   tok.bos = engine.encode("", /*add_bos=*/true);
+  std::erase_if(tok.bos, [](int id) { return id < 0; });
   return chat_token_ids(chat, tok);
 }
 
