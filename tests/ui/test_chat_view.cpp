@@ -152,6 +152,10 @@ class TestChatView : public QObject {
     // The EOS is the template's: after the whole message, before "\n<|assistant|>\n".
     const size_t eos = size_t(std::find(ids.begin(), ids.end(), 2) - ids.begin());
     QVERIFY(eos > ids.size() / 2);
+    // What `llmwb-cli generate --chat` sends for the same conversation (the CLI test
+    // cli_generate_chat_sends_what_the_chat_view_sends expects the same list).
+    const std::vector<int> cli = {1, 410, 504, 506, 425, 419, 285, 506, 505, 13, 434, 411, 306, 284, 411, 410, 504, 492, 419, 505, 261, 349, 304, 422, 426, 2, 410, 13, 504, 506, 412, 419, 419, 293, 413, 303, 413, 506, 505, 13};
+    QCOMPARE(ids, cli);
     chat()->format_box()->setCurrentIndex(0);
   }
 
