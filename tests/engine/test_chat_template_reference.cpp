@@ -4,26 +4,14 @@
 // text, or an error where the template raises one.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "llmwb/chat_template.h"
 #include "llmwb/errors.h"
+#include "support/chat_reference.h"
 
 namespace llmwb {
 namespace {
-
-const std::string kDir = std::string(LLMWB_SOURCE_DIR) + "/tests/data/chat_templates/";
-
-std::string read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f) << path;
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // Each template file and the format it must be recognised as.
 const std::map<std::string, ChatFormat> kExpected = {
@@ -36,9 +24,7 @@ const std::map<std::string, ChatFormat> kExpected = {
     {"mistral-v3", ChatFormat::MistralV3},     {"mistral-v3-tekken", ChatFormat::MistralV3Tekken},
 };
 
-ChatTemplate recognized(const std::string& name) {
-  return recognize_chat_template(read(kDir + name + ".jinja"), "");
-}
+ChatTemplate recognized(const std::string& name) { return test::chat_reference_template(name); }
 
 TEST(ChatTemplateReference, EveryRealTemplateIsRecognisedAsItsFormat) {
   for (const auto& [name, format] : kExpected) {
@@ -58,20 +44,15 @@ TEST(ChatTemplateReference, EveryRealTemplateIsRecognisedAsItsFormat) {
 }
 
 TEST(ChatTemplateReference, RenderingEqualsHuggingFaceJinjaForEveryConversation) {
-  const nlohmann::json ref = nlohmann::json::parse(read(kDir + "reference.json"));
+  const nlohmann::json ref = test::chat_reference_json("reference.json");
   ASSERT_GT(ref.size(), 300u);
   std::map<std::string, int> checked;
   for (const auto& e : ref) {
-    const std::string name = e.at("template");
-    std::vector<ChatMessage> messages;
-    for (const auto& m : e.at("messages")) messages.push_back({m.at("role"), m.at("content")});
-    ChatOptions o;
-    o.add_generation_prompt = e.at("add_generation_prompt");
-    if (e.contains("enable_thinking")) o.enable_thinking = e.at("enable_thinking").get<bool>();
-    if (e.contains("date_string")) o.date_string = e.at("date_string");
-    const std::string what = name + " / " + e.at("conversation").get<std::string>() +
-                             (o.add_generation_prompt ? " / generation prompt" : "") +
-                             (o.enable_thinking ? (*o.enable_thinking ? " / thinking on" : " / thinking off") : "");
+    const test::ChatReferenceCase c = test::chat_reference_case(e);
+    const std::string& name = c.template_name;
+    const std::vector<ChatMessage>& messages = c.messages;
+    const ChatOptions& o = c.options;
+    const std::string& what = c.label;
     const ChatTemplate t = recognized(name);
     if (e.contains("error")) {
       EXPECT_THROW(render_chat(t, messages, o), Error) << what << ": the template raises " << e.at("error");

@@ -5,26 +5,16 @@
 // Needs the byte-level BPE tokenizer (tokenizer.json); where the build has none, it skips.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <tuple>
 
 #include "llmwb/chat_template.h"
+#include "support/chat_reference.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmwb {
 namespace {
-
-const std::string kDir = std::string(LLMWB_SOURCE_DIR) + "/tests/data/chat_templates/";
-
-std::string read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The byte-level tokenizer of a shared tokenizer.json, or null where this build cannot read one.
 std::shared_ptr<Tokenizer> byte_level(const std::string& name) {
@@ -50,25 +40,17 @@ ChatTokenizer chat_tokenizer(const Tokenizer& tok) {
   return t;
 }
 
-ChatTemplate template_named(const std::string& name) {
-  return recognize_chat_template(read(kDir + name + ".jinja"), "");
-}
+ChatTemplate template_named(const std::string& name) { return test::chat_reference_template(name); }
 
 TEST(ChatTokenIdsRealVocab, IdsEqualHuggingFacesForEveryLlama3AndQwenRendering) {
   if (!byte_level("qwen3") || !byte_level("llama3")) GTEST_SKIP() << "this build has no byte-level BPE tokenizer";
-  const nlohmann::json ref = nlohmann::json::parse(read(kDir + "reference_ids.json"));
+  const nlohmann::json ref = test::chat_reference_json("reference_ids.json");
   ASSERT_GT(ref.size(), 200u);
   for (const auto& e : ref) {
-    std::vector<ChatMessage> messages;
-    for (const auto& m : e.at("messages")) messages.push_back({m.at("role"), m.at("content")});
-    ChatOptions o;
-    o.add_generation_prompt = e.at("add_generation_prompt");
-    if (e.contains("enable_thinking")) o.enable_thinking = e.at("enable_thinking").get<bool>();
-    if (e.contains("date_string")) o.date_string = e.at("date_string");
-    const std::string name = e.at("template");
-    const RenderedChat chat = render_chat(template_named(name), messages, o);
+    const test::ChatReferenceCase c = test::chat_reference_case(e);
+    const RenderedChat chat = render_chat(template_named(c.template_name), c.messages, c.options);
     EXPECT_EQ(chat_token_ids(chat, chat_tokenizer(*byte_level(e.at("vocabulary")))), e.at("ids").get<std::vector<int>>())
-        << name << " / " << e.at("conversation").get<std::string>();
+        << c.label;
   }
 }
 
