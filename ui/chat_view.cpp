@@ -1,6 +1,7 @@
 #include "chat_view.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QFileDialog>
@@ -27,6 +28,8 @@ ChatView::ChatView(QWidget* parent)
     : QWidget(parent),
       list_(new QListWidget(this)),
       format_(new QComboBox(this)),
+      thinking_(new QCheckBox(tr("Enable thinking"), this)),
+      template_label_(new QLabel(this)),
       system_(new QLineEdit(this)),
       transcript_(new QTextBrowser(this)),
       input_(new QPlainTextEdit(this)),
@@ -39,6 +42,12 @@ ChatView::ChatView(QWidget* parent)
       unreadable_label_(new QLabel(this)) {
   list_->setObjectName("conversation_list");
   format_->setObjectName("chat_format");
+  thinking_->setObjectName("enable_thinking");
+  thinking_->setChecked(true);
+  thinking_->setToolTip(tr("Qwen3: let the model reason in a <think> block before it answers "
+                           "(off: the template closes an empty think block)"));
+  template_label_->setObjectName("chat_template_label");
+  template_label_->setWordWrap(true);
   system_->setObjectName("system_prompt");
   system_->setPlaceholderText(tr("System prompt (optional)"));
   transcript_->setObjectName("transcript");
@@ -76,8 +85,10 @@ ChatView::ChatView(QWidget* parent)
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Template"), this));
   top->addWidget(format_);
+  top->addWidget(thinking_);
   top->addWidget(system_, 1);
   center_layout->addLayout(top);
+  center_layout->addWidget(template_label_);
   center_layout->addWidget(transcript_, 1);
   center_layout->addWidget(input_);
   auto* buttons = new QHBoxLayout;
@@ -137,6 +148,7 @@ ChatView::ChatView(QWidget* parent)
           [this](QListWidgetItem* item) { open_conversation(item->data(Qt::UserRole).toString()); });
   connect(format_, &QComboBox::currentIndexChanged, this, [this] {
     conversation_.format = format_->currentData().toString();
+    update_template_info();
   });
   connect(system_, &QLineEdit::editingFinished, this, [this] { conversation_.system_prompt = system_->text(); });
 
@@ -146,6 +158,7 @@ ChatView::ChatView(QWidget* parent)
   reload_list();
   render();
   update_buttons();
+  update_template_info();
 }
 
 void ChatView::restore_newest() {
@@ -163,18 +176,34 @@ void ChatView::set_store(const ConversationStore& store) {
   update_buttons();
 }
 
-void ChatView::set_model(bool ready, ChatFormat detected, const QString& model_name) {
+void ChatView::set_model(bool ready, const ChatTemplate& detected, const QString& model_name) {
   ready_ = ready;
   detected_ = detected;
-  format_->setItemText(0, tr("Auto (%1)").arg(chat_format_name(detected)));
+  format_->setItemText(0, tr("Auto (%1)").arg(chat_format_name(detected.format)));
   status_->setText(ready ? model_name : tr("no model"));
   update_buttons();
+  update_template_info();
 }
 
-ChatFormat ChatView::effective_format() const {
-  ChatFormat f = detected_;
-  if (conversation_.format != "auto") chat_format_from_name(conversation_.format.toStdString(), &f);
-  return f;
+ChatTemplate ChatView::effective_template() const {
+  ChatFormat f = ChatFormat::Completion;
+  if (conversation_.format != "auto" && chat_format_from_name(conversation_.format.toStdString(), &f))
+    return chat_template_for(f);
+  return detected_;
+}
+
+ChatFormat ChatView::effective_format() const { return effective_template().format; }
+
+void ChatView::update_template_info() {
+  const ChatTemplate t = effective_template();
+  const bool chosen = conversation_.format != "auto";
+  QString text = tr("Template: %1").arg(QString::fromStdString(t.description));
+  if (chosen) text = tr("Template: %1 (chosen here, not the model's)").arg(chat_format_name(t.format));
+  else if (!ready_) text = tr("Template: no model loaded");
+  template_label_->setText(text);
+  // An unrecognised template is worth the user's attention: the model sees no turn markers.
+  template_label_->setStyleSheet(!chosen && !t.recognized ? "color: #b35900;" : QString());
+  thinking_->setVisible(chat_supports_thinking(t.format));
 }
 
 QString ChatView::transcript_text() const { return transcript_->toPlainText(); }
@@ -201,13 +230,25 @@ void ChatView::send() {
 }
 
 void ChatView::start_reply() {
-  const ChatFormat f = effective_format();
+  const ChatTemplate t = effective_template();
+  ChatOptions options;
+  options.add_generation_prompt = true;
+  if (chat_supports_thinking(t.format)) options.enable_thinking = thinking_->isChecked();
   GenerationRequest r;
   r.ticket = next_ticket();
-  r.prompt = apply_chat_template(f, conversation_.template_messages(), /*add_generation_prompt=*/true);
-  r.params = sampling_->params();
-  const auto stops = chat_stop_strings(f);
-  r.params.stop.insert(r.params.stop.end(), stops.begin(), stops.end());
+  try {
+    // The worker tokenizes the segments: control tokens only where the template put markers.
+    r.chat = render_chat(t, conversation_.template_messages(), options);
+  } catch (const std::exception& e) {
+    last_error_ = QString::fromStdString(e.what());
+    emit error(tr("Chat: %1").arg(last_error_));
+    return;
+  }
+  r.prompt = r.chat->text();
+  r.chat_format = t.format;
+  r.params = sampling_->params();  // the worker adds the format's stop strings
+  last_prompt_text_ = r.prompt;
+  last_prompt_ids_.clear();
   sampling_->save("chat/sampling");
   ticket_ = r.ticket;
   streaming_.clear();
@@ -270,6 +311,7 @@ void ChatView::open_conversation(const QString& id) {
   format_->blockSignals(false);
   render();
   update_buttons();
+  update_template_info();
 }
 
 void ChatView::on_delta(const TokenDelta& d) {
@@ -284,6 +326,7 @@ void ChatView::on_delta(const TokenDelta& d) {
     return;
   }
   ticket_ = 0;
+  if (!d.prompt_token_ids.empty()) last_prompt_ids_ = d.prompt_token_ids;
   if (d.finish_reason == FinishReason::Error) {
     last_error_ = QString::fromStdString(d.error);
     emit error(tr("Chat: %1").arg(last_error_));

@@ -11,6 +11,7 @@
 #include "generation_request.h"
 #include "token_delta.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -32,17 +33,25 @@ class ChatView : public QWidget {
   // Where conversations are kept (tests point it at a scratch folder); reloads the list.
   void set_store(const ConversationStore& store);
   const ConversationStore& store() const { return store_; }
-  // The format detected from the model's metadata; "auto" resolves to it.
-  void set_model(bool ready, ChatFormat detected, const QString& model_name);
+  // The template recognised from the model's metadata; "auto" resolves to it.
+  void set_model(bool ready, const ChatTemplate& detected, const QString& model_name);
 
   const Conversation& conversation() const { return conversation_; }
   QPlainTextEdit* input() const { return input_; }
   QLineEdit* system_prompt() const { return system_; }
   QComboBox* format_box() const { return format_; }
+  // "Enable thinking": shown only where the format has the switch (Qwen3).
+  QCheckBox* thinking_box() const { return thinking_; }
+  // Which template the chat uses, or the message that the model's is not recognised.
+  QLabel* template_label() const { return template_label_; }
   SamplingParamsEditor* sampling() const { return sampling_; }
   QString transcript_text() const;
   bool is_generating() const { return ticket_ != 0; }
   ChatFormat effective_format() const;
+  ChatTemplate effective_template() const;
+  // The last reply's prompt: as rendered, and as the engine tokenized it.
+  const std::string& last_prompt_text() const { return last_prompt_text_; }
+  const std::vector<int>& last_prompt_ids() const { return last_prompt_ids_; }
   QString last_error() const { return last_error_; }
   // Saved conversation files that could not be read ("path: why"), left as they are on disk;
   // shown under the list and reported once through error() when the set changes.
@@ -78,11 +87,15 @@ class ChatView : public QWidget {
   // At start-up the newest saved conversation comes back, as the user left it.
   void restore_newest();
   void update_buttons();
+  // The template label and the thinking switch follow the effective format.
+  void update_template_info();
 
   ConversationStore store_;
   Conversation conversation_;
   QListWidget* list_;
   QComboBox* format_;
+  QCheckBox* thinking_;
+  QLabel* template_label_;
   QLineEdit* system_;
   QTextBrowser* transcript_;
   QPlainTextEdit* input_;
@@ -94,7 +107,9 @@ class ChatView : public QWidget {
   QLabel* status_;
   QLabel* unreadable_label_;
   QStringList unreadable_;
-  ChatFormat detected_ = ChatFormat::Completion;
+  ChatTemplate detected_;
+  std::string last_prompt_text_;
+  std::vector<int> last_prompt_ids_;
   bool ready_ = false;
   quint64 ticket_ = 0;
   QString streaming_;  // the reply being generated

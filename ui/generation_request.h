@@ -4,8 +4,10 @@
 #include <QMetaType>
 #include <QString>
 
+#include <optional>
 #include <string>
 
+#include "llmwb/chat_template.h"
 #include "llmwb/sampling_params.h"
 
 namespace llmwb::ui {
@@ -14,8 +16,13 @@ struct GenerationRequest {
   // Chosen by the GUI so that a view can recognise its own outputs before the engine has
   // assigned a request id (the worker maps tickets to engine ids).
   quint64 ticket = 0;
-  std::string prompt;  // the text after the chat template; the engine adds BOS
+  std::string prompt;  // a text prompt; the engine adds BOS (the rendered text, for a chat)
   SamplingParams params;
+  // A chat turn: the conversation as the chat template rendered it. The worker sends it through
+  // add_chat_request (llmwb/chat_prompt.h): control tokens only from the template, message
+  // contents as plain text, the format's end-of-turn strings as stop strings.
+  std::optional<RenderedChat> chat;
+  ChatFormat chat_format = ChatFormat::Completion;
 };
 
 }  // namespace llmwb::ui

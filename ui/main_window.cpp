@@ -238,7 +238,7 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   loading_tokenizer_ = tokenizer;
   banner_->hide();
   completion_->set_model_ready(false);
-  chat_->set_model(false, ChatFormat::Completion, {});
+  chat_->set_model(false, ChatTemplate{}, {});
   experiments_->set_model_ready(false);
   quant_->set_model_ready(false);
   kv_->clear();
@@ -281,8 +281,8 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   vocabulary_ = vocabulary;
   progress_->hide();
   cancel_load_->hide();
-  const ChatFormat format = detect_chat_format(info.chat_template, info.name);
-  info_panel_->set_info(info, chat_format_name(format));
+  const ChatTemplate chat_template = recognize_chat_template(info.chat_template, info.name);
+  info_panel_->set_info(info, chat_format_name(chat_template.format));
   const QString name = QString::fromStdString(info.name.empty() ? QFileInfo(loading_path_).fileName().toStdString() : info.name);
   status_model_->setText(tr("%1 — %2, %3 parameters, %4").arg(name, QString::fromStdString(info.format),
                                                              human_count(double(info.n_params)),
@@ -290,7 +290,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   setWindowTitle(tr("%1 — LLM Workbench").arg(name));
   completion_->set_vocabulary(vocabulary);
   completion_->set_model_ready(true);
-  chat_->set_model(true, format, name);
+  chat_->set_model(true, chat_template, name);
   experiments_->set_vocabulary(vocabulary);
   experiments_->set_model_ready(true);
   quant_->set_model_ready(true);

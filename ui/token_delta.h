@@ -27,6 +27,8 @@ struct TokenDelta {
   int num_output_tokens = 0;  // tokens generated so far, including this delta
   double time_to_first_token = 0.0;
   double total_time = 0.0;
+  // Set on the finishing delta of a request the engine ran: the prompt as it was tokenized.
+  std::vector<int> prompt_token_ids;
 };
 
 }  // namespace llmwb::ui

@@ -6,10 +6,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "chat_flags.h"
 #include "command.h"
 #include "engine_flags.h"
+#include "llmwb/chat_prompt.h"
 #include "json_output.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
@@ -34,8 +37,9 @@ std::vector<std::string> read_prompts_file(const std::string& path) {
 }
 
 int run_generate(const std::vector<std::string>& argv) {
-  Args a(argv, join({engine_value_flags(), sampling_value_flags(), {"prompt", "prompts-file", "trace"}}),
-         join({engine_bool_flags(), {"json", "ignore-eos", "quiet"}}));
+  Args a(argv, join({engine_value_flags(), sampling_value_flags(), chat_value_flags(), {"prompt", "prompts-file", "trace"}}),
+         join({engine_bool_flags(), chat_bool_flags(), {"json", "ignore-eos", "quiet"}}));
+  const ChatRequestFlags chat = chat_request_from(a);  // bad chat input fails before the model loads
   EngineConfig cfg = engine_config_from(a);
   SamplingParams params = sampling_params_from(a);
   params.ignore_eos = a.flag("ignore-eos");
@@ -61,10 +65,31 @@ int run_generate(const std::vector<std::string>& argv) {
   std::map<uint64_t, size_t> index;
   std::vector<RequestOutput> results(prompts.size());
   int failures = 0;
+  // --chat: one conversation through the chat template, tokenized as the Chat view does.
+  std::optional<RenderedChat> rendered;
+  ChatTemplate chat_template;
+  if (a.flag("chat")) {
+    chat_template = model_chat_template(engine);
+    if (chat.format != "auto") {
+      ChatFormat f = ChatFormat::Completion;
+      chat_format_from_name(chat.format, &f);
+      chat_template = chat_template_for(f);
+    }
+    if (!chat_template.recognized) std::fprintf(stderr, "llmwb-cli generate: %s\n", chat_template.description.c_str());
+    rendered = render_chat(chat_template, chat.messages, chat.options);
+    prompts = {rendered->text()};
+    if (a.flag("verbose-prompt")) {
+      std::fprintf(stderr, "chat format: %s\nprompt: %s\nprompt token ids:", chat_template.description.c_str(),
+                   prompts[0].c_str());
+      for (int id : chat_prompt_ids(engine, *rendered)) std::fprintf(stderr, " %d", id);
+      std::fprintf(stderr, "\n");
+    }
+  }
   for (size_t i = 0; i < prompts.size(); ++i) {
     try {
       // An empty prompt is BOS alone; otherwise BOS + the prompt's tokens.
-      index[engine.add_request(prompts[i], params)] = i;
+      index[rendered ? add_chat_request(engine, *rendered, chat_template.format, params)
+                     : engine.add_request(prompts[i], params)] = i;
     } catch (const Error& e) {
       std::fprintf(stderr, "llmwb-cli generate: prompt %zu: %s\n", i + 1, e.what());
       results[i].prompt = prompts[i];
@@ -74,7 +99,7 @@ int run_generate(const std::vector<std::string>& argv) {
   }
   // One prompt, text mode: stream the completion as it is generated.
   const bool stream = !json && prompts.size() == 1 && params.n == 1 && !index.empty();
-  if (stream) {
+  if (stream && !rendered) {  // a chat shows the reply alone
     std::fputs(prompts[0].c_str(), stdout);
     std::fflush(stdout);
   }
@@ -149,6 +174,7 @@ std::string usage() {
                      "  --json                  one JSON object per prompt (per sample) per line\n"
                      "  --trace FILE            write a telemetry snapshot per step as JSON lines\n"
                      "  --ignore-eos            keep generating past EOS\n") +
+         chat_flags_usage() +
          sampling_flags_usage() + engine_flags_usage();
 }
 

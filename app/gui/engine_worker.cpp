@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "llmwb/chat_prompt.h"
 #include "llmwb/errors.h"
 #include "llmwb/stats.h"
 
@@ -72,7 +73,8 @@ void EngineWorker::submit(const ui::GenerationRequest& request) {
   Active a;
   a.ticket = request.ticket;
   try {
-    a.request_id = engine_->add_request(request.prompt, request.params);
+    a.request_id = request.chat ? add_chat_request(*engine_, *request.chat, request.chat_format, request.params)
+                                : engine_->add_request(request.prompt, request.params);
   } catch (const std::exception& e) {
     return post_failure(request.ticket, e.what());
   }
@@ -210,6 +212,7 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
     f.token_ids = std::move(d.token_ids);
     f.token_probs = std::move(d.token_probs);
     f.text = std::move(d.text);
+    f.prompt_token_ids = out.prompt_token_ids;
     return f;
   }
   return d;

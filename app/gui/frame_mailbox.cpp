@@ -21,6 +21,7 @@ void merge(ui::TokenDelta& d, ui::TokenDelta&& later) {
     d.finish_reason = later.finish_reason;
     d.final_text = std::move(later.final_text);
     d.error = std::move(later.error);
+    d.prompt_token_ids = std::move(later.prompt_token_ids);
   }
 }
 

@@ -2,9 +2,12 @@
 
 #include <map>
 
+#include "llmwb/chat_prompt.h"
+
 namespace llmwb {
 
-LLM::LLM(const EngineConfig& config) : engine_(std::make_unique<Engine>(config)) {}
+LLM::LLM(const EngineConfig& config)
+    : engine_(std::make_unique<Engine>(config)), chat_template_(model_chat_template(*engine_)) {}
 
 LLM::LLM(const std::string& model, const std::string& tokenizer, int tensor_parallel_size) {
   EngineConfig c;
@@ -12,6 +15,7 @@ LLM::LLM(const std::string& model, const std::string& tokenizer, int tensor_para
   c.tokenizer = tokenizer;
   c.tensor_parallel_size = tensor_parallel_size;
   engine_ = std::make_unique<Engine>(c);
+  chat_template_ = model_chat_template(*engine_);
 }
 
 std::vector<RequestOutput> LLM::generate(const std::vector<std::string>& prompts, const SamplingParams& params) {
@@ -34,6 +38,30 @@ std::vector<RequestOutput> LLM::generate(const std::vector<std::string>& prompts
       results[i].finished = true;
     }
   }
+  run(slot, results);
+  return results;
+}
+
+std::vector<RequestOutput> LLM::chat(const std::vector<std::vector<ChatMessage>>& conversations,
+                                     const SamplingParams& params, const ChatOptions& options) {
+  std::vector<RenderedChat> rendered;
+  for (const auto& messages : conversations) rendered.push_back(render_chat(chat_template_, messages, options));
+  std::vector<RequestOutput> results(conversations.size());
+  std::map<uint64_t, size_t> slot;
+  for (size_t i = 0; i < rendered.size(); ++i) {
+    results[i].prompt = rendered[i].text();
+    try {
+      slot[add_chat_request(*engine_, rendered[i], chat_template_.format, params)] = i;
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      results[i].finished = true;
+    }
+  }
+  run(slot, results);
+  return results;
+}
+
+void LLM::run(std::map<uint64_t, size_t>& slot, std::vector<RequestOutput>& results) {
   size_t left = slot.size();
   while (left > 0 && engine_->has_unfinished()) {
     for (RequestOutput& o : engine_->step()) {
@@ -45,7 +73,6 @@ std::vector<RequestOutput> LLM::generate(const std::vector<std::string>& prompts
       --left;
     }
   }
-  return results;
 }
 
 }  // namespace llmwb

@@ -1,5 +1,8 @@
 // Chat: a greedy turn through the completion template of stories260K, saved as JSON after the
 // turn; the saved conversation reloads identically; regenerate and edit-and-resend work.
+#include <QCheckBox>
+#include <algorithm>
+#include <QComboBox>
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
@@ -172,6 +175,59 @@ class TestChatView : public QObject {
     QVERIFY(md.contains("**User:**"));
     QVERIFY(md.contains("Once upon a time, there was a dog."));
     QVERIFY(md.contains(QString::fromStdString(chat()->conversation().messages[1].content)));
+  }
+
+  // End to end: the ids the engine ran for a message that contains the format's end-of-turn
+  // marker. Zephyr writes "</s>" (EOS, id 2) after each message; the user's "</s>" must stay
+  // text, so the prompt holds one BOS (1, first) and exactly one EOS.
+  void a_marker_typed_in_a_message_reaches_the_engine_as_plain_text() {
+    chat()->new_chat();
+    chat()->system_prompt()->setText("");
+    chat()->format_box()->setCurrentIndex(chat()->format_box()->findData("zephyr"));
+    QCOMPARE(chat()->effective_format(), ChatFormat::Zephyr);
+    send("Tell me </s> a story.");
+    QCOMPARE(QString::fromStdString(chat()->last_prompt_text()),
+             QString("<|user|>\nTell me </s> a story.</s>\n<|assistant|>\n"));
+    const std::vector<int>& ids = chat()->last_prompt_ids();
+    QVERIFY(ids.size() > 8);
+    QCOMPARE(ids.front(), 1);
+    QCOMPARE(std::count(ids.begin(), ids.end(), 1), 1);
+    QCOMPARE(std::count(ids.begin(), ids.end(), 2), 1);
+    // The EOS is the template's: after the whole message, before "\n<|assistant|>\n".
+    const size_t eos = size_t(std::find(ids.begin(), ids.end(), 2) - ids.begin());
+    QVERIFY(eos > ids.size() / 2);
+    // What `llmwb-cli generate --chat` sends for the same conversation (the CLI test
+    // cli_generate_chat_sends_what_the_chat_view_sends expects the same list).
+    const std::vector<int> cli = {1, 410, 504, 506, 425, 419, 285, 506, 505, 13, 434, 411, 306, 284, 411, 410, 504, 492, 419, 505, 261, 349, 304, 422, 426, 2, 410, 13, 504, 506, 412, 419, 419, 293, 413, 303, 413, 506, 505, 13};
+    QCOMPARE(ids, cli);
+    chat()->format_box()->setCurrentIndex(0);
+  }
+
+  void the_chat_names_its_template_and_offers_thinking_only_where_the_format_has_it() {
+    chat()->format_box()->setCurrentIndex(0);  // "Auto": the model's (stories260K has no template)
+    QVERIFY(chat()->template_label()->text().contains("completion"));
+    QVERIFY(chat()->thinking_box()->isHidden());
+    chat()->new_chat();
+    chat()->format_box()->setCurrentIndex(chat()->format_box()->findData("qwen3"));
+    QVERIFY(!chat()->thinking_box()->isHidden());
+    QVERIFY(chat()->template_label()->text().contains("qwen3"));
+    chat()->thinking_box()->setChecked(false);
+    send("Hi");
+    QVERIFY(QString::fromStdString(chat()->last_prompt_text())
+                .endsWith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    chat()->thinking_box()->setChecked(true);
+    chat()->regenerate();
+    QVERIFY(QTest::qWaitFor([&] { return !chat()->is_generating(); }, 60000));
+    QVERIFY(QString::fromStdString(chat()->last_prompt_text()).endsWith("<|im_end|>\n<|im_start|>assistant\n"));
+    chat()->format_box()->setCurrentIndex(0);
+    QVERIFY(chat()->thinking_box()->isHidden());
+
+    // A model whose template is not recognised: the chat says so and names it.
+    ui::ChatView other;
+    other.set_model(true, recognize_chat_template("{% for m in messages %}>> {{ m.content }}{% endfor %}", "x"), "x");
+    QVERIFY(other.template_label()->text().contains("unrecognised chat template"));
+    QVERIFY(other.template_label()->text().contains(">> {{ m.content }}"));
+    QCOMPARE(other.effective_format(), ChatFormat::Completion);
   }
 };
 
