@@ -29,6 +29,13 @@ constexpr Switch kSwitches[] = {
      &TuningConfig::device_sampling},
 };
 
+// An environment variable is 0 or 1, as documented; --tuning also takes on/off and true/false.
+bool parse_env_bool(const std::string& v, bool* out) {
+  if (v == "1") return *out = true, true;
+  if (v == "0") return *out = false, true;
+  return false;
+}
+
 bool parse_bool(const std::string& v, bool* out) {
   if (v == "1" || v == "on" || v == "true") return *out = true, true;
   if (v == "0" || v == "off" || v == "false") return *out = false, true;
@@ -48,7 +55,7 @@ TuningConfig TuningConfig::from_environment() {
     if (!s.flag) {
       if (valid_simd(v)) t.simd = v;
       else std::fprintf(stderr, "%s: unknown level '%s' (scalar, avx2, avx512); using the best\n", s.env, e);
-    } else if (!parse_bool(v, &(t.*s.flag))) {
+    } else if (!parse_env_bool(v, &(t.*s.flag))) {
       std::fprintf(stderr, "%s: '%s' is not 0 or 1; keeping the default (%s)\n", s.env, e,
                    t.*s.flag ? "1" : "0");
     }

@@ -29,8 +29,8 @@ struct TuningConfig {
   // row's logits come back and the host samples them. LLMWB_DEVICE_SAMPLING=0|1.
   bool device_sampling = true;
 
-  // The defaults with the LLMWB_* variables applied; a value that is not understood is reported
-  // on stderr, naming the variable, and the default stays.
+  // The defaults with the LLMWB_* variables applied (0 or 1; a level for LLMWB_SIMD); a value
+  // that is not understood is reported on stderr, naming the variable, and the default stays.
   static TuningConfig from_environment();
   // (name, value) pairs in declaration order, for inspect, the model panel and JSON output.
   std::vector<std::pair<std::string, std::string>> describe() const;
