@@ -341,7 +341,7 @@ void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int6
   // Q/K norm gains and biases spread wider than the matrices, so that a forward pass that
   // skipped or misplaced them would show in the logits.
   constexpr float kTwoPi = 6.2831853f;
-  const float kStd = is_qk_norm(name) ? 0.25f : is_bias(name) ? 0.1f : 0.02f;
+  const float kStd = is_qk_norm(name) ? 0.25f : is_bias(name) ? 0.5f : 0.02f;
   for (int64_t i = 0; i < cols; i += 2) {
     // Box-Muller in float: one 64-bit draw gives two 24-bit uniforms, u1 in (0, 1] (so the
     // log is finite) and u2 in [0, 1), and they give two independent normals. Float precision
