@@ -15,11 +15,8 @@
 #include "kv/kv_cache.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"
-#include "model/mapped_file.h"
 #include "model/model_file.h"
 #include "model/model_maker.h"
-#include "model/safetensors_file.h"
-#include "model/safetensors_writer.h"
 #include "quant/gguf_model_writer.h"
 #include "quant/quant_scheme.h"
 #include "quant/weight_quantizer.h"
@@ -31,25 +28,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// dim 128 with 4 heads of 64 (Qwen3's: 4 heads of 48, so Q is 192 wide, not dim), GQA 2, a
-// 256-wide FFN so that the k-quant schemes quantize its rows.
+// dim 128 with 4 heads of 32 (Qwen3's: 4 heads of 48, so Q is 192 wide, not dim), GQA 2, a
+// 256-wide FFN so that the k-quant schemes quantize its rows; Llama 3 untied, the Qwens tied.
 ModelConfig arch_config(const std::string& arch) {
-  ModelConfig c = test::small_test_config();
-  c.architecture = arch;
-  c.name = "arch-" + arch;
-  c.dim = 128;
-  c.hidden_dim = 256;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = arch == "qwen3" ? 48 : 32;
+  ModelConfig c = test::family_test_config(arch, 128, 256, arch == "qwen3" ? 48 : 32, 300, 64);
   c.tied_embeddings = arch != "llama";
-  c.norm_eps = 1e-6f;
-  if (arch == "llama") {   // Llama 3.x: theta 500000, rope scaling
-    c.rope_theta = 500000.f;
-    c.rope_scaling.type = "llama3";
-    c.rope_scaling.factor = 32.f;
-    c.rope_scaling.original_max_position = 64;
-  }
+  c.max_seq_len = 128;
   return c;
 }
 
@@ -130,7 +114,7 @@ TEST_P(Architectures, GgufAndHfFolderOfOneModelLoadTheVariantsAndGiveTheSameLogi
   if (arch == "llama") {   // Llama 3 scaling: rope_freqs.weight in GGUF, rope_scaling in config.json
     EXPECT_EQ(g->config.rope_freq_factors.size(), size_t(want.head_dim / 2));
     EXPECT_EQ(h->config.rope_scaling.type, "llama3");
-    EXPECT_FLOAT_EQ(h->config.rope_scaling.factor, 32.f);
+    EXPECT_FLOAT_EQ(h->config.rope_scaling.factor, 8.f);
     EXPECT_EQ(h->config.rope_scaling.original_max_position, 64);
   }
   const std::vector<int> p = prompt(want.vocab_size);
@@ -243,30 +227,13 @@ TEST(ArchitectureErrors, WrongBiasOrNormShapeIsNamed) {
   test::expect_error_naming([&] { LlamaWeights::bind(*f); }, {"blk.0.attn_k_norm.weight", "{24}", "expected {48}"});
 }
 
-// Rewrites dir/model.safetensors without tensor `drop`.
-void drop_from_folder(const std::string& dir, const std::string& drop) {
-  SafetensorsWriter w;
-  {
-    MappedFile map(dir + "/model.safetensors");
-    const SafetensorsFile f = SafetensorsFile::parse(map.data(), map.size(), map.path());
-    for (const auto& t : f.tensors) {
-      if (t.name == drop) continue;
-      w.add_tensor(t.name, t.dtype, t.shape, [bytes = std::vector<uint8_t>(t.data, t.data + t.nbytes)](uint8_t* dst) {
-        std::memcpy(dst, bytes.data(), bytes.size());
-      });
-    }
-  }
-  w.write(dir + "/model.safetensors.new");
-  fs::rename(dir + "/model.safetensors.new", dir + "/model.safetensors");
-}
-
 TEST(ArchitectureErrors, MissingBiasOrNormTensorInHfFolderIsNamed) {
   for (auto [arch, tensor, canon] :
        {std::tuple{"qwen2", "model.layers.1.self_attn.q_proj.bias", "blk.1.attn_q.bias"},
         {"qwen3", "model.layers.0.self_attn.k_norm.weight", "blk.0.attn_k_norm.weight"}}) {
     SCOPED_TRACE(tensor);
     const std::string dir = make(arch, "safetensors");
-    drop_from_folder(dir, tensor);
+    test::rewrite_safetensors(dir, tensor);
     test::expect_error_naming([&] { load_model_file(dir); },
                               {"model.safetensors", std::string("missing tensor '") + tensor + "'", canon});
   }

@@ -133,23 +133,7 @@ TEST(Engine, GreedyBatchedEqualsSequentialOnEveryArchitecture) {
   for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
     SCOPED_TRACE(arch);
     ModelMakerOptions o;
-    o.config.name = "family-" + arch;
-    o.config.architecture = arch;
-    o.config.dim = 128;
-    o.config.hidden_dim = 224;
-    o.config.n_layers = 2;
-    o.config.n_heads = 4;
-    o.config.n_kv_heads = 2;
-    o.config.head_dim = arch == "qwen3" ? 48 : 32;
-    o.config.vocab_size = 700;
-    o.config.max_seq_len = 256;
-    o.config.tied_embeddings = true;
-    if (arch == "llama") {
-      o.config.rope_theta = 500000.f;
-      o.config.rope_scaling.type = "llama3";
-      o.config.rope_scaling.factor = 32.f;
-      o.config.rope_scaling.original_max_position = 64;
-    }
+    o.config = test::family_test_config(arch, 128, 224, arch == "qwen3" ? 48 : 32, 700, 64);
     o.dtype = DType::F16;
     o.seed = 31;
     o.out = test::scratch_dir("engine_family_" + arch) + "/m.gguf";

@@ -109,23 +109,7 @@ TEST(CudaModel, QwenAndLlama3VariantsMatchTheCpuForwardPass) {
     for (DType dt : {DType::F32, DType::Q8_0}) {
       SCOPED_TRACE(arch + " " + dtype_name(dt));
       ModelMakerOptions o;
-      o.config.name = "gpu-" + arch;
-      o.config.architecture = arch;
-      o.config.dim = 256;
-      o.config.hidden_dim = 512;
-      o.config.n_layers = 2;
-      o.config.n_heads = 4;
-      o.config.n_kv_heads = 2;
-      o.config.head_dim = arch == "qwen3" ? 128 : 64;
-      o.config.vocab_size = 600;
-      o.config.max_seq_len = 512;
-      o.config.tied_embeddings = true;
-      if (arch == "llama") {
-        o.config.rope_theta = 500000.f;
-        o.config.rope_scaling.type = "llama3";
-        o.config.rope_scaling.factor = 8.f;
-        o.config.rope_scaling.original_max_position = 16;
-      }
+      o.config = family_test_config(arch, 256, 512, arch == "qwen3" ? 128 : 64, 600);
       o.dtype = dt;
       o.seed = 17;
       o.out = scratch_dir("gpu_arch_" + arch + "_" + dtype_name(dt)) + "/m.gguf";
