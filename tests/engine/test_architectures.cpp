@@ -15,6 +15,7 @@
 #include "kv/kv_cache.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"
+#include "model/model_describe.h"
 #include "model/model_file.h"
 #include "model/model_maker.h"
 #include "quant/gguf_model_writer.h"
@@ -116,6 +117,9 @@ TEST_P(Architectures, GgufAndHfFolderOfOneModelLoadTheVariantsAndGiveTheSameLogi
     EXPECT_EQ(h->config.rope_scaling.type, "llama3");
     EXPECT_FLOAT_EQ(h->config.rope_scaling.factor, 8.f);
     EXPECT_EQ(h->config.rope_scaling.original_max_position, 64);
+    // What inspect and the model panel show for either form.
+    EXPECT_EQ(describe_model(*g, nullptr).rope_scaling, "rope_freqs x1-8");
+    EXPECT_EQ(describe_model(*h, nullptr).rope_scaling, "llama3 x8");
   }
   const std::vector<int> p = prompt(want.vocab_size);
   const std::vector<float> lg = logits_of(*g, LlamaWeights::bind(*g), p), lh = logits_of(*h, LlamaWeights::bind(*h), p);
