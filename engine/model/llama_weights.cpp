@@ -21,8 +21,7 @@ const TensorView& expect(const ModelFile& f, const std::string& name, std::vecto
 }
 
 std::vector<float> to_f32(const ModelFile& f, const std::string& name, int64_t n) {
-  const TensorView* found = f.find(name);
-  if (!found)
+  if (!f.find(name))
     throw Error(f.path, "missing tensor '" + name + "' (" + f.config.architecture + " needs it)");
   const TensorView& t = expect(f, name, {n});
   std::vector<float> v(static_cast<size_t>(n));

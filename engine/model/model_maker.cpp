@@ -46,7 +46,9 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 bool is_norm(const std::string& name) { return name.find("norm") != std::string::npos; }
-bool is_qk_norm(const std::string& name) { return name.find("attn_q_norm") != std::string::npos || name.find("attn_k_norm") != std::string::npos; }
+bool is_qk_norm(const std::string& name) {
+  return name.find("attn_q_norm") != std::string::npos || name.find("attn_k_norm") != std::string::npos;
+}
 bool is_bias(const std::string& name) { return name.ends_with(".bias"); }
 
 struct Planned {
@@ -235,7 +237,6 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
       {"rope_theta", c.rope_theta},
       {"hidden_act", "silu"},
       {"tie_word_embeddings", c.tied_embeddings},
-
       {"torch_dtype", torch_dtype(o.dtype)},
       {"_name_or_path", c.name},
   };
@@ -341,7 +342,7 @@ void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int6
   // Q/K norm gains and biases spread wider than the matrices, so that a forward pass that
   // skipped or misplaced them would show in the logits.
   constexpr float kTwoPi = 6.2831853f;
-  const float kStd = is_qk_norm(name) ? 0.25f : is_bias(name) ? 0.5f : 0.02f;
+  const float sd = is_qk_norm(name) ? 0.25f : is_bias(name) ? 0.5f : 0.02f;
   for (int64_t i = 0; i < cols; i += 2) {
     // Box-Muller in float: one 64-bit draw gives two 24-bit uniforms, u1 in (0, 1] (so the
     // log is finite) and u2 in [0, 1), and they give two independent normals. Float precision
@@ -350,7 +351,7 @@ void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int6
     const uint64_t x = splitmix64(&s);
     const float u1 = static_cast<float>((x >> 40) + 1) * 0x1.0p-24f;
     const float u2 = static_cast<float>((x >> 8) & 0xFFFFFF) * 0x1.0p-24f;
-    const float r = kStd * std::sqrt(-2.0f * std::log(u1));
+    const float r = sd * std::sqrt(-2.0f * std::log(u1));
     out[i] = base + r * std::cos(kTwoPi * u2);
     if (i + 1 < cols) out[i + 1] = base + r * std::sin(kTwoPi * u2);
   }
