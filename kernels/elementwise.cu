@@ -1,5 +1,5 @@
 // elementwise.cu — the small per-token kernels of the forward pass: embedding gather, RMSNorm
-// (alone and fused with the residual add), RoPE, SwiGLU, residual add, row gather, and the
+// (alone and fused with the residual add), RoPE, SwiGLU, residual and bias adds, row gather, and the
 // K/V pool writes (f32 copied, f16 rounded, int8 quantized per token and kv head) and block
 // copies. All memory-bound; each is one pass over its data.
 #include <cuda_fp16.h>
@@ -92,6 +92,11 @@ __global__ void silu_mul_kernel(float* gate, const float* up, int64_t n) {
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] += x[i];
+}
+
+__global__ void add_bias_kernel(float* y, const float* b, int64_t n, int width) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += b[i % width];
 }
 
 __global__ void gather_rows_kernel(const float* src, const int* rows, int width, float* dst) {
@@ -224,6 +229,13 @@ cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   LLMWB_LAUNCH(blocks_for(n), kThreads, 0, s, add_kernel)(y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add_bias(float* y, const float* b, int n_rows, int width, cudaStream_t s) {
+  const int64_t n = int64_t(n_rows) * width;
+  if (n <= 0) return cudaSuccess;
+  LLMWB_LAUNCH(blocks_for(n), kThreads, 0, s, add_bias_kernel)(y, b, n, width);
   return cudaGetLastError();
 }
 

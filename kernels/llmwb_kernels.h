@@ -29,7 +29,8 @@ struct DeviceMatrix {
 // ---- element-wise (elementwise.cu) -------------------------------------------------------
 // out[r] = dequantized table row tokens[r]
 cudaError_t embed(const DeviceMatrix& table, const int* tokens, int n_rows, float* out, cudaStream_t s);
-// out[r] = x[r] / rms(x[r]) * w
+// out[r] = x[r] / rms(x[r]) * w; out may be x (the per-head Q/K norm: n_tokens * heads rows of
+// head_dim)
 cudaError_t rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out, cudaStream_t s);
 // x += delta; out = rmsnorm(x) * w   (the residual add fused with the next block's norm)
 cudaError_t add_rmsnorm(float* x, const float* delta, const float* w, int n_rows, int dim, float eps, float* out,
@@ -42,6 +43,8 @@ cudaError_t rope(float* q, float* k, int n_rows, int n_heads, int n_kv_heads, in
 cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
 // y += x
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
+// y[r] += b for each of n_rows rows of `width` floats (a projection's bias)
+cudaError_t add_bias(float* y, const float* b, int n_rows, int width, cudaStream_t s);
 // dst[r] = src[rows[r]] (width floats each)
 cudaError_t gather_rows(const float* src, const int* rows, int n_rows, int width, float* dst, cudaStream_t s);
 

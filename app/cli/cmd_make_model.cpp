@@ -1,4 +1,4 @@
-// llmwb-cli make-model — a random-weight Llama at a real architecture's shape, as GGUF or as a
+// llmwb-cli make-model — a random-weight Llama/Qwen at a real architecture's shape, as GGUF or as a
 // Hugging Face safetensors folder, for benchmarks and tests that need big models offline.
 #include <chrono>
 #include <cstdio>
@@ -18,21 +18,34 @@ namespace fs = std::filesystem;
 
 constexpr const char* kLlama2Tokenizer = "shared/models/llama2-tokenizer/tokenizer.model";
 
-// The Llama 2 tokenizer for 32000-piece vocabularies when --tokenizer is not given:
-// $LLMWB_LLAMA2_TOKENIZER, else shared/models/... beside an ancestor of the executable or of
-// the working directory (the layout of a source checkout next to shared/).
-std::string find_llama2_tokenizer() {
-  if (const char* env = std::getenv("LLMWB_LLAMA2_TOKENIZER"); env && *env) return env;
+// A file under shared/models/... beside an ancestor of the executable or of the working
+// directory (the layout of a source checkout next to shared/); "" when there is none.
+std::string find_shared(const std::string& rel) {
   std::vector<fs::path> starts;
   std::error_code ec;
   if (fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec) starts.push_back(exe.parent_path());
   if (fs::path cwd = fs::current_path(ec); !ec) starts.push_back(cwd);
   for (fs::path p : starts) {
     for (int up = 0; up < 6 && !p.empty(); ++up, p = p.parent_path()) {
-      if (fs::exists(p / kLlama2Tokenizer)) return (p / kLlama2Tokenizer).string();
+      if (fs::exists(p / rel)) return (p / rel).string();
       if (p == p.parent_path()) break;
     }
   }
+  return "";
+}
+
+// The Llama 2 tokenizer for 32000-piece vocabularies when --tokenizer is not given:
+// $LLMWB_LLAMA2_TOKENIZER, else shared/models/... (find_shared).
+std::string find_llama2_tokenizer() {
+  if (const char* env = std::getenv("LLMWB_LLAMA2_TOKENIZER"); env && *env) return env;
+  return find_shared(kLlama2Tokenizer);
+}
+
+// The real tokenizer a preset carries when --tokenizer is not given: the Llama 3 and Qwen
+// tokenizer.json files under shared/models ("" for the other presets).
+std::string preset_tokenizer_rel(const std::string& preset) {
+  if (preset.starts_with("llama3")) return "shared/models/llama3-tokenizer/tokenizer.json";
+  if (preset.starts_with("qwen")) return "shared/models/qwen3-tokenizer/tokenizer.json";
   return "";
 }
 
@@ -50,14 +63,15 @@ std::string human_bytes(uint64_t b) {
 int run_make_model(const std::vector<std::string>& argv) {
   Args a(argv,
          {"arch", "dtype", "format", "seed", "out", "tokenizer", "dim", "layers", "heads", "kv-heads", "ffn", "vocab",
-          "ctx", "theta", "shard-size", "name"},
+          "ctx", "theta", "shard-size", "name", "family", "head-dim"},
          {"tied"});
   if (!a.has("arch")) throw UsageError("--arch is required");
   if (!a.has("out")) throw UsageError("--out is required");
   const std::string arch = a.str("arch");
 
   ModelMakerOptions o;
-  const std::vector<std::string> shape_flags = {"dim", "layers", "heads", "kv-heads", "ffn", "vocab", "ctx", "tied"};
+  const std::vector<std::string> shape_flags = {"dim", "layers", "heads", "kv-heads", "ffn", "vocab", "ctx", "tied",
+                                                 "family", "head-dim"};
   if (arch == "custom") {
     for (const char* f : {"dim", "layers", "heads", "ffn", "vocab"})
       if (!a.has(f)) throw UsageError(std::string("--arch custom needs --") + f);
@@ -71,11 +85,21 @@ int run_make_model(const std::vector<std::string>& argv) {
     c.vocab_size = static_cast<int>(a.integer("vocab", 0, 1, 1 << 22));
     c.max_seq_len = static_cast<int>(a.integer("ctx", 2048, 1, 1 << 24));
     c.tied_embeddings = a.flag("tied");
-    if (c.dim % c.n_heads != 0) throw UsageError("--dim " + std::to_string(c.dim) + " is not a multiple of --heads " + std::to_string(c.n_heads));
+    c.architecture = a.str("family", "llama");
+    if (c.architecture != "llama" && c.architecture != "qwen2" && c.architecture != "qwen3")
+      throw UsageError("--family: unknown '" + c.architecture + "' (llama|qwen2|qwen3)");
     if (c.n_heads % c.n_kv_heads != 0)
       throw UsageError("--kv-heads " + std::to_string(c.n_kv_heads) + " does not divide --heads " + std::to_string(c.n_heads));
-    c.head_dim = c.dim / c.n_heads;
-    if (c.head_dim % 2 != 0) throw UsageError("--dim / --heads = " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
+    if (a.has("head-dim")) {
+      c.head_dim = static_cast<int>(a.integer("head-dim", 0, 2, 1 << 16));
+      if (c.head_dim % 2 != 0) throw UsageError("--head-dim " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
+    } else {
+      if (c.dim % c.n_heads != 0)
+        throw UsageError("--dim " + std::to_string(c.dim) + " is not a multiple of --heads " + std::to_string(c.n_heads) +
+                         " (or give --head-dim)");
+      c.head_dim = c.dim / c.n_heads;
+      if (c.head_dim % 2 != 0) throw UsageError("--dim / --heads = " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
+    }
   } else {
     if (!model_preset(arch, &o.config)) {
       std::string names;
@@ -101,6 +125,12 @@ int run_make_model(const std::vector<std::string>& argv) {
   o.out = a.str("out");
 
   o.tokenizer_path = a.str("tokenizer");
+  if (const std::string rel = preset_tokenizer_rel(arch); o.tokenizer_path.empty() && !rel.empty()) {
+    o.tokenizer_path = find_shared(rel);
+    if (o.tokenizer_path.empty())
+      throw UsageError("--arch " + arch + " carries the real tokenizer, " + rel +
+                       ", which was not found beside the program: pass --tokenizer PATH/tokenizer.json");
+  }
   if (o.tokenizer_path.empty() && o.config.vocab_size == 32000) {
     o.tokenizer_path = find_llama2_tokenizer();
     if (o.tokenizer_path.empty())
@@ -126,15 +156,17 @@ int run_make_model(const std::vector<std::string>& argv) {
 
 const CommandRegistration kRegistration({
     "make-model",
-    "write a random-weight Llama model (GGUF or safetensors folder) at a real shape",
-    "--arch tinyllama-1.1b|llama2-7b|llama-110m|stories15m|custom --out PATH\n"
+    "write a random-weight Llama or Qwen model (GGUF or safetensors folder) at a real shape",
+    "--arch tinyllama-1.1b|llama2-7b|llama-110m|stories15m|llama3.2-1b|qwen2.5-0.5b|qwen3-0.6b|custom --out PATH\n"
     "    [--dtype f32|f16|bf16|q8_0|q4_0] (default f32; q8_0/q4_0 only with gguf)\n"
     "    [--format gguf|safetensors] (default gguf: one file; safetensors: a Hugging Face folder)\n"
     "    [--seed S] (default 0)  [--name NAME]  [--theta ROPE_BASE]\n"
-    "    [--tokenizer PATH.model] (default: the Llama 2 tokenizer for vocabulary 32000, else a synthetic\n"
-    "        byte-level vocabulary, embedded in GGUF and written as tokenizer.model in a folder)\n"
+    "    [--tokenizer PATH.model|PATH/tokenizer.json] (default: the real tokenizer of the llama3.2 / qwen\n"
+    "        presets, the Llama 2 tokenizer for vocabulary 32000, else a synthetic byte-level vocabulary;\n"
+    "        embedded in GGUF; a folder gets tokenizer.model, or tokenizer.json and tokenizer_config.json)\n"
     "    [--shard-size BYTES] (safetensors: shard above this size, default 2G)\n"
-    "  custom shape: --dim N --layers N --heads N [--kv-heads N] --ffn N --vocab N [--ctx N] [--tied]",
+    "  custom shape: --dim N --layers N --heads N [--kv-heads N] --ffn N --vocab N [--ctx N] [--tied]\n"
+    "    [--family llama|qwen2|qwen3] (qwen2: Q/K/V biases; qwen3: per-head Q/K norm) [--head-dim N]",
     &run_make_model,
 });
 

@@ -13,18 +13,10 @@
 #include "kv/kv_cache.h"
 #include "request/forward_batch.h"
 #include "format/model_config.h"
+#include "format/rope_params.h"
 #include "format/tensor.h"
 
 namespace llmwb {
-
-// Rotary position embedding (Su et al., RoFormer, 2021) with a model's theta, scaling and
-// pair layout. inv_freq[i] = theta^(-2i/head_dim), adjusted by the rope scaling.
-struct RopeParams {
-  int head_dim = 0;
-  RopeLayout layout = RopeLayout::Interleaved;
-  std::vector<double> inv_freq;   // head_dim / 2
-  static RopeParams from(const ModelConfig& c);
-};
 
 struct AttentionParams {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
@@ -45,7 +37,8 @@ class Backend {
 
   // out[r] = table.row(tokens[r]) as f32
   virtual void embed(const TensorView& table, const int* tokens, int n_rows, float* out) = 0;
-  // out[r] = x[r] / rms(x[r]) * w   (Zhang & Sennrich, RMSNorm, 2019)
+  // out[r] = x[r] / rms(x[r]) * w   (Zhang & Sennrich, RMSNorm, 2019); out may be x (Qwen3's
+  // per-head Q/K norm runs it in place over n_tokens * n_heads rows of head_dim).
   virtual void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) = 0;
   // y[r] = W x[r]
   virtual void matmul(const TensorView& W, const float* x, int n_rows, float* y) = 0;
@@ -67,6 +60,8 @@ class Backend {
   virtual void silu_mul(float* gate, const float* up, int64_t n) = 0;
   // y += x
   virtual void add(float* y, const float* x, int64_t n) = 0;
+  // y[r] += b for each of the n_rows rows (width floats): a projection's bias (Qwen2's Q/K/V).
+  virtual void add_bias(float* y, const float* b, int n_rows, int width) = 0;
 };
 
 }  // namespace llmwb

@@ -1,27 +1,32 @@
 #include "format/gguf_llama_metadata.h"
 
+#include "format/rope_params.h"
 #include "llmwb/errors.h"
 
 namespace llmwb {
 
 void set_llama_gguf_metadata(GgufWriter& w, const ModelConfig& c, const TokenizerData& v, const std::string& where) {
-  w.set_u32("llama.context_length", static_cast<uint32_t>(c.max_seq_len));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(c.n_layers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  w.set_u32("llama.attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.set_f32("llama.rope.freq_base", c.rope_theta);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (c.rope_scaling.type != "none") {
+  // The model keys are prefixed by the architecture, as llama.cpp writes them (qwen3.context_length).
+  const std::string a = c.architecture + ".";
+  w.set_str("general.architecture", c.architecture);
+  w.set_u32(a + "context_length", static_cast<uint32_t>(c.max_seq_len));
+  w.set_u32(a + "embedding_length", static_cast<uint32_t>(c.dim));
+  w.set_u32(a + "block_count", static_cast<uint32_t>(c.n_layers));
+  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
+  w.set_u32(a + "attention.head_count", static_cast<uint32_t>(c.n_heads));
+  w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
+  w.set_u32(a + "attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w.set_u32(a + "attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  w.set_f32(a + "rope.freq_base", c.rope_theta);
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  w.set_u32(a + "vocab_size", static_cast<uint32_t>(c.vocab_size));
+  // Llama 3 scaling has no keys: it travels as the rope_freqs.weight tensor (gguf_rope_freqs).
+  if (c.rope_scaling.type != "none" && c.rope_scaling.type != "llama3") {
     if (c.rope_scaling.type != "linear")
       throw Error(where, "rope scaling '" + c.rope_scaling.type + "' has no GGUF keys in this writer");
-    w.set_str("llama.rope.scaling.type", "linear");
-    w.set_f32("llama.rope.scaling.factor", c.rope_scaling.factor);
+    w.set_str(a + "rope.scaling.type", "linear");
+    w.set_f32(a + "rope.scaling.factor", c.rope_scaling.factor);
   }
   if (v.pieces.empty()) return;
   w.set_str("tokenizer.ggml.model", v.model.empty() ? "llama" : v.model);
@@ -39,6 +44,18 @@ void set_llama_gguf_metadata(GgufWriter& w, const ModelConfig& c, const Tokenize
   w.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
   if (!v.chat_template.empty()) w.set_str("tokenizer.chat_template", v.chat_template);
+}
+
+std::vector<float> gguf_rope_freqs(const ModelConfig& c) {
+  if (c.rope_scaling.type != "llama3") return {};
+  // llama.cpp's converter writes the divisor of each pair's frequency: unscaled / scaled.
+  ModelConfig plain = c;
+  plain.rope_scaling = RopeScaling{};
+  plain.rope_freq_factors.clear();
+  const RopeParams base = RopeParams::from(plain), scaled = RopeParams::from(c);
+  std::vector<float> f(base.inv_freq.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(base.inv_freq[i] / scaled.inv_freq[i]);
+  return f;
 }
 
 }  // namespace llmwb

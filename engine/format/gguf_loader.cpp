@@ -123,13 +123,25 @@ void read_config(const Metadata& m, const std::string& arch, ModelConfig* c) {
   c->hidden_dim = m.positive(p + "feed_forward_length");
   c->n_heads = m.positive(p + "attention.head_count");
   c->n_kv_heads = m.positive_or(p + "attention.head_count_kv", c->n_heads);
+  // Qwen3 and Llama-3-style files may give a head size other than dim / heads.
   c->head_dim = m.positive_or(p + "attention.key_length",
                               m.positive_or(p + "rope.dimension_count", c->dim / c->n_heads));
+  if (m.positive_or(p + "attention.value_length", c->head_dim) != c->head_dim)
+    m.fail(p + "attention.value_length", "= " + std::to_string(m.positive(p + "attention.value_length")) +
+                                             " differs from the key length " + std::to_string(c->head_dim) +
+                                             " (llmwb needs one head size for K and V)");
+  if (m.positive_or(p + "rope.dimension_count", c->head_dim) != c->head_dim)
+    m.fail(p + "rope.dimension_count", "= " + std::to_string(m.positive(p + "rope.dimension_count")) +
+                                           " rotates part of a head of " + std::to_string(c->head_dim) +
+                                           " (partial RoPE is not supported)");
   c->rope_theta = m.number_or(p + "rope.freq_base", 10000.0f);
   c->norm_eps = m.number_or(p + "attention.layer_norm_rms_epsilon", 1e-5f);
-  // GGUF q/k weights are stored for interleaved-pair RoPE: llama.cpp's converter permutes
-  // Hugging Face's rotate-half rows back to the original Meta layout.
-  c->rope_layout = RopeLayout::Interleaved;
+  // llama.cpp's converter permutes a Llama's Hugging Face rotate-half q/k rows back to Meta's
+  // interleaved pairs; Qwen's it keeps as they are (llama.cpp rotates them NEOX-style).
+  const Architecture* a = find_architecture(arch);
+  c->rope_layout = a->gguf_rope_layout;
+  c->attn_qkv_bias = a->qkv_bias;
+  c->attn_qk_norm = a->qk_norm;
 
   const std::string scaling_key = p + "rope.scaling.type";
   const std::string scaling = m.string_or(scaling_key, "none");
@@ -197,9 +209,8 @@ std::unique_ptr<ModelFile> load_gguf(const std::string& path) {
   model->format = "gguf";
 
   const std::string arch = m.string("general.architecture", m.require("general.architecture"));
-  if (arch != "llama" && arch != "mistral") {
-    m.fail("general.architecture", "is '" + arch + "': llmwb runs llama-family models only (llama, mistral)");
-  }
+  if (!find_architecture(arch))
+    m.fail("general.architecture", "is '" + arch + "': llmwb runs llama-family models only (" + supported_architectures() + ")");
   read_config(m, arch, &model->config);
   read_tokenizer(m, path, &model->tokenizer);
 

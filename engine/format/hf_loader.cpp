@@ -1,4 +1,4 @@
-// hf_loader.cpp — a Hugging Face Llama/Mistral folder: config.json, model.safetensors (or
+// hf_loader.cpp — a Hugging Face Llama/Mistral/Qwen2/Qwen3 folder: config.json, model.safetensors (or
 // shards listed in model.safetensors.index.json), tokenizer.model or tokenizer.json, tokenizer_config.json.
 //
 // Weights stay in the memory-mapped shards (each shard mapped once). Tensors are renamed to
@@ -129,9 +129,22 @@ ModelConfig read_config(const json& j, const std::string& where, std::map<std::s
   const json* mt = r.get("model_type");
   if (!mt) throw Error(where, "missing key 'model_type'");
   const std::string model_type = mt->is_string() ? mt->get<std::string>() : mt->dump();
-  if (model_type != "llama" && model_type != "mistral")
-    throw Error(where, "key 'model_type': '" + model_type + "' is not supported (llama and mistral are)");
-  c.architecture = "llama";   // Mistral is the Llama graph (sliding window aside)
+  // transformers' model_type names the same graphs as GGUF's general.architecture.
+  const Architecture* arch = find_architecture(model_type);
+  if (!arch)
+    throw Error(where, "key 'model_type': '" + model_type + "' is not supported (" + supported_architectures() + ")");
+  c.architecture = model_type == "mistral" ? "llama" : model_type;   // Mistral is the Llama graph (sliding window aside)
+  // Qwen2Attention always has q/k/v biases (its config has no switch); Qwen3Attention always
+  // normalizes q and k per head. attention_bias (Llama, Qwen3) would also bias o_proj, and
+  // mlp_bias the FFN: neither has a place in this graph.
+  c.attn_qkv_bias = arch->qkv_bias;
+  c.attn_qk_norm = arch->qk_norm;
+  for (const char* k : {"attention_bias", "mlp_bias"})
+    if (r.boolean(k, false))
+      throw Error(where, std::string("key '") + k + "': true is not supported (" +
+                             (std::string(k) == "mlp_bias" ? "FFN biases" : "an output-projection bias") + ")");
+  if (r.boolean("use_sliding_window", false))   // Qwen2's switch (off in every released config)
+    throw Error(where, "key 'use_sliding_window': true is not supported (sliding-window attention)");
   c.dim = r.positive_int("hidden_size");
   c.hidden_dim = r.positive_int("intermediate_size");
   c.n_heads = r.positive_int("num_attention_heads");
@@ -167,6 +180,9 @@ std::string canonical_name(const std::string& hf, int n_layers, const std::strin
       {"mlp.gate_proj.weight", "ffn_gate.weight"},      {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},      {"input_layernorm.weight", "attn_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},         {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},         {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
   };
   if (auto it = kTop.find(hf); it != kTop.end()) return it->second;
   const std::string prefix = "model.layers.";
@@ -199,6 +215,15 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
     e.push_back({p + "self_attn.q_proj.weight", {q, d}});
     e.push_back({p + "self_attn.k_proj.weight", {kv, d}});
     e.push_back({p + "self_attn.v_proj.weight", {kv, d}});
+    if (c.attn_qkv_bias) {
+      e.push_back({p + "self_attn.q_proj.bias", {q}});
+      e.push_back({p + "self_attn.k_proj.bias", {kv}});
+      e.push_back({p + "self_attn.v_proj.bias", {kv}});
+    }
+    if (c.attn_qk_norm) {
+      e.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+      e.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+    }
     e.push_back({p + "self_attn.o_proj.weight", {d, q}});
     e.push_back({p + "post_attention_layernorm.weight", {d}});
     e.push_back({p + "mlp.gate_proj.weight", {h, d}});

@@ -23,7 +23,24 @@ std::string fmt(float v) {
 
 }  // namespace
 
+const Architecture* find_architecture(const std::string& name) {
+  static const Architecture kArchitectures[] = {
+      {"llama", false, false, RopeLayout::Interleaved},
+      {"mistral", false, false, RopeLayout::Interleaved},
+      // llama.cpp runs Qwen with its NEOX RoPE (rotate-half) and stores q/k unpermuted.
+      {"qwen2", true, false, RopeLayout::RotateHalf},
+      {"qwen3", false, true, RopeLayout::RotateHalf},
+  };
+  for (const Architecture& a : kArchitectures)
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
+std::string supported_architectures() { return "llama, mistral, qwen2, qwen3"; }
+
 void ModelConfig::validate(const std::string& where) const {
+  if (!find_architecture(architecture))
+    throw Error(where, "architecture '" + architecture + "' is not supported (" + supported_architectures() + ")");
   require_positive(where, "dim", dim);
   require_positive(where, "hidden_dim", hidden_dim);
   require_positive(where, "n_layers", n_layers);

@@ -76,8 +76,9 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     be_.rmsnorm(x, L.attn_norm.data(), n, c.dim, c.norm_eps, xb);
     const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     be_.matmul_shared_input(xb, n, std::span<const MatmulOut>(qkv).subspan(trimmed ? 1 : 0));
-    if (!trimmed) be_.rope(q, n, c.n_heads, positions_.data(), rope_);
-    be_.rope(k, n, c.n_kv_heads, positions_.data(), rope_);
+    if (!trimmed) finish_heads(q, n, c.n_heads, L.bq, L.q_norm, positions_.data());
+    finish_heads(k, n, c.n_kv_heads, L.bk, L.k_norm, positions_.data());
+    if (c.attn_qkv_bias) be_.add_bias(v, L.bv.data(), n, int(kv_dim));
     be_.store_kv(cache, l, batch, k, v);
     if (trimmed) {
       if (batch.num_logit_rows > 0) forward_logit_rows(batch, cache, L, logits);
@@ -94,6 +95,15 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   float* normed = fit(xb_, int64_t(batch.num_logit_rows) * dim);
   be_.rmsnorm(last, w_.final_norm.data(), batch.num_logit_rows, c.dim, c.norm_eps, normed);
   be_.matmul(w_.output, normed, batch.num_logit_rows, logits);
+}
+
+void LlamaModel::finish_heads(float* x, int n, int heads, const std::vector<float>& bias,
+                              const std::vector<float>& norm, const int* positions) {
+  const ModelConfig& c = config_;
+  if (c.attn_qkv_bias) be_.add_bias(x, bias.data(), n, heads * c.head_dim);
+  // Qwen3: each head RMS-normalized on its own (one row of head_dim per token and head).
+  if (c.attn_qk_norm) be_.rmsnorm(x, norm.data(), n * heads, c.head_dim, c.norm_eps, x);
+  be_.rope(x, n, heads, positions, rope_);
 }
 
 void LlamaModel::output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb,
@@ -147,7 +157,7 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
   float* hb2 = hb2_.data();
   const int l = c.n_layers - 1;
   be_.matmul(L.wq, xn, m, q);
-  be_.rope(q, m, c.n_heads, tail_positions_.data(), rope_);
+  finish_heads(q, m, c.n_heads, L.bq, L.q_norm, tail_positions_.data());
   be_.attention(cache, l, tail_, q, attn_, att, nullptr);
   output_and_ffn(L, att, m, xr, xn, hb, hb2);
   be_.rmsnorm(xr, w_.final_norm.data(), m, c.dim, c.norm_eps, xn);

@@ -2,7 +2,9 @@
 //
 // Follows llama2.c's run.c (RMSNorm -> q/k/v -> RoPE -> attention -> wo -> residual ->
 // RMSNorm -> SwiGLU FFN (w1, w3, w2) -> residual; final RMSNorm; classifier), but over a
-// flattened batch of many sequences' new tokens, with K/V kept in the paged KVCache.
+// flattened batch of many sequences' new tokens, with K/V kept in the paged KVCache. The
+// architectures' variants are ModelConfig switches in that one pass: Q/K/V biases (Qwen2),
+// per-head Q/K RMSNorm before RoPE (Qwen3), a head size of its own, RoPE scaling (Llama 3).
 #pragma once
 
 #include <vector>
@@ -40,6 +42,10 @@ class LlamaModel {
   HugeFloatVector x_, xb_, q_, k_, v_, att_, hb_, hb2_;
   std::vector<float> last_;
   std::vector<int> positions_;
+  // Q or K of n rows after its projection: + bias (attn_qkv_bias), per-head RMSNorm
+  // (attn_qk_norm), then RoPE at each row's position.
+  void finish_heads(float* x, int n, int heads, const std::vector<float>& bias, const std::vector<float>& norm,
+                    const int* positions);
   // The rest of a layer after attention over n rows: x += wo att, then x += the SwiGLU FFN of
   // norm(x); xb, hb and hb2 are scratch.
   void output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb, float* hb2);

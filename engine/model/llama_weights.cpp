@@ -21,6 +21,8 @@ const TensorView& expect(const ModelFile& f, const std::string& name, std::vecto
 }
 
 std::vector<float> to_f32(const ModelFile& f, const std::string& name, int64_t n) {
+  if (!f.find(name))
+    throw Error(f.path, "missing tensor '" + name + "' (" + f.config.architecture + " needs it)");
   const TensorView& t = expect(f, name, {n});
   std::vector<float> v(static_cast<size_t>(n));
   dequantize_row(t.dtype, t.data, v.data(), n);
@@ -43,6 +45,15 @@ LlamaWeights LlamaWeights::bind(const ModelFile& f) {
     L.wk = expect(f, p + "attn_k.weight", {kv_dim, dim});
     L.wv = expect(f, p + "attn_v.weight", {kv_dim, dim});
     L.wo = expect(f, p + "attn_output.weight", {dim, q_dim});
+    if (c.attn_qkv_bias) {
+      L.bq = to_f32(f, p + "attn_q.bias", q_dim);
+      L.bk = to_f32(f, p + "attn_k.bias", kv_dim);
+      L.bv = to_f32(f, p + "attn_v.bias", kv_dim);
+    }
+    if (c.attn_qk_norm) {
+      L.q_norm = to_f32(f, p + "attn_q_norm.weight", hd);
+      L.k_norm = to_f32(f, p + "attn_k_norm.weight", hd);
+    }
     L.ffn_norm = to_f32(f, p + "ffn_norm.weight", dim);
     L.w1 = expect(f, p + "ffn_gate.weight", {c.hidden_dim, dim});
     L.w2 = expect(f, p + "ffn_down.weight", {dim, c.hidden_dim});

@@ -12,6 +12,8 @@ namespace llmwb {
 struct LlamaLayerWeights {
   std::vector<float> attn_norm;   // rms_att_weight {dim}
   TensorView wq, wk, wv, wo;      // attn_q {n_heads*hd, dim}, attn_k/v {n_kv*hd, dim}, attn_output {dim, n_heads*hd}
+  std::vector<float> bq, bk, bv;  // attn_q/k/v.bias {n_heads*hd}, {n_kv*hd}: attn_qkv_bias only, else empty
+  std::vector<float> q_norm, k_norm;   // attn_q_norm/attn_k_norm.weight {hd}: attn_qk_norm only, else empty
   std::vector<float> ffn_norm;    // rms_ffn_weight {dim}
   TensorView w1, w2, w3;          // ffn_gate {hidden, dim}, ffn_down {dim, hidden}, ffn_up {hidden, dim}
 };

@@ -10,9 +10,16 @@ namespace llmwb {
 
 namespace {
 
-std::string rope_scaling_text(const RopeScaling& s) {
-  if (s.type == "none" || s.type.empty()) return "none";
+// "none", "linear x4", "llama3 x32"; a GGUF's Llama 3 scaling, which travels as per-pair
+// divisors (rope_freqs.weight), as "rope_freqs x1-32" (the smallest and largest divisor).
+std::string rope_scaling_text(const RopeScaling& s, const std::vector<float>& freq_factors) {
   char buf[64];
+  if (!freq_factors.empty()) {
+    const auto [lo, hi] = std::minmax_element(freq_factors.begin(), freq_factors.end());
+    std::snprintf(buf, sizeof buf, "rope_freqs x%g-%g", static_cast<double>(*lo), static_cast<double>(*hi));
+    return s.type == "none" || s.type.empty() ? std::string(buf) : rope_scaling_text(s, {}) + ", " + buf;
+  }
+  if (s.type == "none" || s.type.empty()) return "none";
   std::snprintf(buf, sizeof buf, "%s x%g", s.type.c_str(), static_cast<double>(s.factor));
   return buf;
 }
@@ -38,7 +45,7 @@ ModelInfo describe_model(const ModelFile& file, const Tokenizer* tok) {
   info.rope_theta = c.rope_theta;
   info.norm_eps = c.norm_eps;
   info.rope_layout = c.rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half";
-  info.rope_scaling = rope_scaling_text(c.rope_scaling);
+  info.rope_scaling = rope_scaling_text(c.rope_scaling, c.rope_freq_factors);
   info.tied_embeddings = c.tied_embeddings;
 
   std::map<std::string, int> per_dtype;

@@ -25,6 +25,7 @@
 #include "format/model_file.h"
 #include "format/safetensors_writer.h"
 #include "model/synthetic_vocab.h"
+#include "format/tokenizer_json.h"
 
 namespace llmwb {
 
@@ -47,6 +48,10 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 bool is_norm(const std::string& name) { return name.find("norm") != std::string::npos; }
+bool is_qk_norm(const std::string& name) {
+  return name.find("attn_q_norm") != std::string::npos || name.find("attn_k_norm") != std::string::npos;
+}
+bool is_bias(const std::string& name) { return name.ends_with(".bias"); }
 
 struct Planned {
   std::string canon;              // GGUF name
@@ -55,15 +60,29 @@ struct Planned {
   int rope_heads = 0;             // > 0: q/k, rows permuted to rotate-half in the HF folder
 };
 
+// q/k rows (and their biases and norm gains) are generated in the order the architecture's GGUF
+// stores them; a Llama's HF folder holds them permuted to rotate-half, a Qwen's as they are.
 std::vector<Planned> plan_tensors(const ModelConfig& c) {
   const int64_t d = c.dim, h = c.hidden_dim, hd = c.head_dim, q = c.n_heads * hd, kv = c.n_kv_heads * hd;
+  const Architecture* arch = find_architecture(c.architecture);
+  const bool permute = !arch || arch->gguf_rope_layout == RopeLayout::Interleaved;
+  const int q_heads = permute ? c.n_heads : 0, k_heads = permute ? c.n_kv_heads : 0;
   std::vector<Planned> p = {{"token_embd.weight", "model.embed_tokens.weight", {c.vocab_size, d}, 0}};
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string g = "blk." + std::to_string(l) + ".", f = "model.layers." + std::to_string(l) + ".";
     p.push_back({g + "attn_norm.weight", f + "input_layernorm.weight", {d}, 0});
-    p.push_back({g + "attn_q.weight", f + "self_attn.q_proj.weight", {q, d}, c.n_heads});
-    p.push_back({g + "attn_k.weight", f + "self_attn.k_proj.weight", {kv, d}, c.n_kv_heads});
+    p.push_back({g + "attn_q.weight", f + "self_attn.q_proj.weight", {q, d}, q_heads});
+    p.push_back({g + "attn_k.weight", f + "self_attn.k_proj.weight", {kv, d}, k_heads});
     p.push_back({g + "attn_v.weight", f + "self_attn.v_proj.weight", {kv, d}, 0});
+    if (c.attn_qkv_bias) {
+      p.push_back({g + "attn_q.bias", f + "self_attn.q_proj.bias", {q}, q_heads});
+      p.push_back({g + "attn_k.bias", f + "self_attn.k_proj.bias", {kv}, k_heads});
+      p.push_back({g + "attn_v.bias", f + "self_attn.v_proj.bias", {kv}, 0});
+    }
+    if (c.attn_qk_norm) {
+      p.push_back({g + "attn_q_norm.weight", f + "self_attn.q_norm.weight", {hd}, permute ? 1 : 0});
+      p.push_back({g + "attn_k_norm.weight", f + "self_attn.k_norm.weight", {hd}, permute ? 1 : 0});
+    }
     p.push_back({g + "attn_output.weight", f + "self_attn.o_proj.weight", {d, q}, 0});
     p.push_back({g + "ffn_norm.weight", f + "post_attention_layernorm.weight", {d}, 0});
     p.push_back({g + "ffn_gate.weight", f + "mlp.gate_proj.weight", {h, d}, 0});
@@ -90,6 +109,17 @@ std::function<void(uint8_t*)> filler(uint64_t seed, const Planned& t, DType dt) 
     const int64_t rows = t.shape.size() == 1 ? 1 : t.shape[0];
     const int64_t hd = t.rope_heads > 0 ? rows / t.rope_heads : 0;
     const uint64_t rb = dtype_row_bytes(dt, cols);
+    if (t.shape.size() == 1 && t.rope_heads > 0) {   // a q/k bias or norm gain: its elements are the "rows"
+      const int64_t ehd = cols / t.rope_heads;
+      std::vector<float> canon(static_cast<size_t>(cols)), row(canon.size());
+      random_weight_row(seed, t.canon, 0, cols, canon.data());
+      for (int64_t r = 0; r < cols; ++r) {
+        const int64_t h = r / ehd, i = r % ehd;
+        row[static_cast<size_t>(r)] = canon[static_cast<size_t>(h * ehd + (i < ehd / 2 ? 2 * i : 2 * (i - ehd / 2) + 1))];
+      }
+      quantize_row(dt, row.data(), dst, cols);
+      return;
+    }
     auto fill_rows = [&](int64_t r0, int64_t r1) {
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = r0; r < r1; ++r) {
@@ -150,11 +180,14 @@ uint32_t gguf_file_type(DType dt) {
 void write_gguf(const ModelMakerOptions& o, const TokenizerData& vocab, const std::vector<Planned>& plan) {
   const ModelConfig& c = o.config;
   GgufWriter w;
-  w.set_str("general.architecture", "llama");
+  w.set_str("general.architecture", c.architecture);
   w.set_str("general.name", c.name);
   w.set_u32("general.file_type", gguf_file_type(o.dtype));
   if (o.dtype == DType::Q8_0 || o.dtype == DType::Q4_0) w.set_u32("general.quantization_version", 2);
   set_llama_gguf_metadata(w, c, vocab, o.out);
+  if (const std::vector<float> f = gguf_rope_freqs(c); !f.empty())
+    w.add_tensor("rope_freqs.weight", DType::F32, {static_cast<int64_t>(f.size())},
+                 [f](uint8_t* dst) { std::memcpy(dst, f.data(), sizeof(float) * f.size()); });
   for (const auto& t : plan) {
     // As llama.cpp's quantizer does, 1-D norm weights stay F32 whatever the matrices are.
     const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
@@ -195,9 +228,14 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
       fs::remove(e.path());
   }
 
+  // transformers' class and model_type for the architecture.
+  const char* hf_class = c.architecture == "qwen2"   ? "Qwen2ForCausalLM"
+                         : c.architecture == "qwen3" ? "Qwen3ForCausalLM"
+                         : c.architecture == "mistral" ? "MistralForCausalLM"
+                                                       : "LlamaForCausalLM";
   nlohmann::ordered_json cfg = {
-      {"architectures", {"LlamaForCausalLM"}},
-      {"model_type", "llama"},
+      {"architectures", {hf_class}},
+      {"model_type", c.architecture},
       {"hidden_size", c.dim},
       {"intermediate_size", c.hidden_dim},
       {"num_attention_heads", c.n_heads},
@@ -210,11 +248,13 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
       {"rope_theta", c.rope_theta},
       {"hidden_act", "silu"},
       {"tie_word_embeddings", c.tied_embeddings},
-      {"bos_token_id", vocab.bos_id},
-      {"eos_token_id", vocab.eos_id},
       {"torch_dtype", torch_dtype(o.dtype)},
       {"_name_or_path", c.name},
   };
+  // A vocabulary without a BOS (Qwen's) leaves the key out: transformers' null.
+  if (vocab.bos_id >= 0) cfg["bos_token_id"] = vocab.bos_id;
+  if (vocab.eos_id >= 0) cfg["eos_token_id"] = vocab.eos_id;
+  if (c.architecture == "qwen3") cfg["attention_bias"] = false;   // Qwen3Config's key; q/k norm is implied
   if (c.rope_scaling.type != "none") {
     nlohmann::ordered_json rs = {{"rope_type", c.rope_scaling.type}, {"factor", c.rope_scaling.factor}};
     if (c.rope_scaling.type == "llama3") {
@@ -267,6 +307,20 @@ std::vector<std::string> write_folder(const ModelMakerOptions& o, const Tokenize
     files.push_back(path);
   }
 
+  if (o.tokenizer_path.ends_with(".json")) {
+    // A byte-level BPE: tokenizer.json and, when it has one, the tokenizer_config.json beside it.
+    const fs::path src(o.tokenizer_path);
+    for (const fs::path& from : {src, src.parent_path() / "tokenizer_config.json"}) {
+      if (from != src && !fs::exists(from)) continue;
+      const fs::path to = dir / (from == src ? fs::path("tokenizer.json") : from.filename());
+      std::ifstream in(from, std::ios::binary);
+      std::ofstream f(to, std::ios::binary | std::ios::trunc);
+      f << in.rdbuf();
+      if (!in || !f) throw Error(to.string(), "cannot copy " + from.string());
+      files.push_back(to.string());
+    }
+    return files;
+  }
   const fs::path tok = dir / "tokenizer.model";
   if (!o.tokenizer_path.empty()) {
     // Copied by content: copy_file would also copy a read-only source's permissions and make
@@ -288,7 +342,10 @@ void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int6
   uint64_t s = seed ^ fnv1a(name);
   s ^= splitmix64(&s) + static_cast<uint64_t>(row) * 0xD1B54A32D192ED03ull;
   const float base = is_norm(name) ? 1.0f : 0.0f;
-  constexpr float kTwoPi = 6.2831853f, kStd = 0.02f;
+  // Q/K norm gains and biases spread wider than the matrices, so that a forward pass that
+  // skipped or misplaced them would show in the logits.
+  constexpr float kTwoPi = 6.2831853f;
+  const float sd = is_qk_norm(name) ? 0.25f : is_bias(name) ? 0.5f : 0.02f;
   for (int64_t i = 0; i < cols; i += 2) {
     // Box-Muller in float: one 64-bit draw gives two 24-bit uniforms, u1 in (0, 1] (so the
     // log is finite) and u2 in [0, 1), and they give two independent normals. Float precision
@@ -297,7 +354,7 @@ void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int6
     const uint64_t x = splitmix64(&s);
     const float u1 = static_cast<float>((x >> 40) + 1) * 0x1.0p-24f;
     const float u2 = static_cast<float>((x >> 8) & 0xFFFFFF) * 0x1.0p-24f;
-    const float r = kStd * std::sqrt(-2.0f * std::log(u1));
+    const float r = sd * std::sqrt(-2.0f * std::log(u1));
     out[i] = base + r * std::cos(kTwoPi * u2);
     if (i + 1 < cols) out[i + 1] = base + r * std::sin(kTwoPi * u2);
   }
@@ -310,37 +367,56 @@ uint64_t model_param_count(const ModelConfig& c) {
 }
 
 const std::vector<std::string>& model_preset_names() {
-  static const std::vector<std::string> n = {"tinyllama-1.1b", "llama2-7b", "llama-110m", "stories15m"};
+  static const std::vector<std::string> n = {"tinyllama-1.1b", "llama2-7b",    "llama-110m", "stories15m",
+                                             "llama3.2-1b",    "qwen2.5-0.5b", "qwen3-0.6b"};
   return n;
 }
 
 bool model_preset(const std::string& name, ModelConfig* out) {
   struct P {
     const char* name;
-    int dim, ffn, layers, heads, kv, vocab, ctx;
-    bool tied;   // llama2.c's models share the classifier with the embedding
+    const char* arch;
+    int dim, ffn, layers, heads, kv, head_dim, vocab, ctx;
+    float theta, eps;
+    bool tied;   // llama2.c's models, Llama 3.2 1B/3B and the small Qwens share the head with the embedding
   };
+  // The shapes of the published config.json files.
   static const P kPresets[] = {
-      {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, false},
-      {"llama2-7b", 4096, 11008, 32, 32, 32, 32000, 4096, false},
-      {"llama-110m", 768, 2048, 12, 12, 12, 32000, 1024, true},
-      {"stories15m", 288, 768, 6, 6, 6, 32000, 256, true},
+      {"tinyllama-1.1b", "llama", 2048, 5632, 22, 32, 4, 64, 32000, 2048, 10000.0f, 1e-5f, false},
+      {"llama2-7b", "llama", 4096, 11008, 32, 32, 32, 128, 32000, 4096, 10000.0f, 1e-5f, false},
+      {"llama-110m", "llama", 768, 2048, 12, 12, 12, 64, 32000, 1024, 10000.0f, 1e-5f, true},
+      {"stories15m", "llama", 288, 768, 6, 6, 6, 48, 32000, 256, 10000.0f, 1e-5f, true},
+      {"llama3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, 1e-5f, true},
+      {"qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1000000.0f, 1e-6f, true},
+      {"qwen3-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0f, 1e-6f, true},
   };
   for (const P& p : kPresets) {
     if (name != p.name) continue;
     ModelConfig c;
     c.name = p.name;
+    c.architecture = p.arch;
     c.dim = p.dim;
     c.hidden_dim = p.ffn;
     c.n_layers = p.layers;
     c.n_heads = p.heads;
     c.n_kv_heads = p.kv;
-    c.head_dim = p.dim / p.heads;
+    c.head_dim = p.head_dim;
     c.vocab_size = p.vocab;
     c.max_seq_len = p.ctx;
-    c.rope_theta = 10000.0f;
-    c.norm_eps = 1e-5f;
+    c.rope_theta = p.theta;
+    c.norm_eps = p.eps;
     c.tied_embeddings = p.tied;
+    const Architecture* a = find_architecture(p.arch);
+    c.attn_qkv_bias = a->qkv_bias;
+    c.attn_qk_norm = a->qk_norm;
+    c.rope_layout = a->gguf_rope_layout;
+    if (name == "llama3.2-1b") {   // Llama 3.1's long-context RoPE, as its config.json gives it
+      c.rope_scaling.type = "llama3";
+      c.rope_scaling.factor = 32.0f;
+      c.rope_scaling.low_freq_factor = 1.0f;
+      c.rope_scaling.high_freq_factor = 4.0f;
+      c.rope_scaling.original_max_position = 8192;
+    }
     *out = c;
     return true;
   }
@@ -353,6 +429,10 @@ MadeModel make_model(const ModelMakerOptions& opt) {
   if (c.head_dim == 0 && c.n_heads > 0) c.head_dim = c.dim / c.n_heads;
   if (c.name.empty()) c.name = "random-llama";
   c.validate("model shape");
+  // A file has no switch for the variants: its architecture implies them (qwen2: biases).
+  const Architecture* arch = find_architecture(c.architecture);
+  c.attn_qkv_bias = arch->qkv_bias;
+  c.attn_qk_norm = arch->qk_norm;
   if (o.format != "gguf" && o.format != "safetensors")
     throw Error("format", "'" + o.format + "' is not an output format (gguf, safetensors)");
   if (o.out.empty()) throw Error("out", "no output path");
@@ -368,8 +448,13 @@ MadeModel make_model(const ModelMakerOptions& opt) {
   }
   if (o.shard_bytes == 0) throw Error("shard size", "must be positive");
 
+  const bool bpe_json = o.tokenizer_path.ends_with(".json");
   TokenizerData vocab = o.tokenizer_path.empty() ? make_synthetic_vocab(c.vocab_size)
+                        : bpe_json               ? read_tokenizer_json(o.tokenizer_path)
                                                  : vocab_from_sentencepiece(o.tokenizer_path);
+  // A tokenizer.json may have fewer tokens than the embedding has rows (Qwen: 151,669 of
+  // 151,936): GGUF gets the rest as [PAD<id>] pieces, as llama.cpp's converter writes them.
+  if (bpe_json && static_cast<int>(vocab.pieces.size()) < c.vocab_size) pad_vocabulary(&vocab, static_cast<size_t>(c.vocab_size));
   if (static_cast<int>(vocab.pieces.size()) != c.vocab_size)
     throw Error(o.tokenizer_path, "has " + std::to_string(vocab.pieces.size()) + " pieces, the model's vocabulary is " +
                                       std::to_string(c.vocab_size));

@@ -46,7 +46,8 @@ MadeModel make_model(const ModelMakerOptions& opt);
 
 // The random values, exposed so tests can regenerate them: row `row` (`cols` wide) of the
 // tensor with canonical name `name` (GGUF layout: q/k rows in interleaved-RoPE order).
-// Deterministic in (seed, name, row): matrices normal(0, 0.02), norm vectors 1 + normal(0, 0.02).
+// Deterministic in (seed, name, row): matrices normal(0, 0.02), norm vectors 1 + normal(0, 0.02),
+// Q/K norm gains (attn_q_norm, attn_k_norm) 1 + normal(0, 0.25), biases normal(0, 0.5) (Qwen2's real K biases reach tens).
 void random_weight_row(uint64_t seed, const std::string& name, int64_t row, int64_t cols, float* out);
 
 }  // namespace llmwb

@@ -47,6 +47,7 @@ class RecordingBackend final : public Backend {
   }
   void silu_mul(float* gate, const float* up, int64_t n) override { inner_.silu_mul(gate, up, n); }
   void add(float* y, const float* x, int64_t n) override { inner_.add(y, x, n); }
+  void add_bias(float* y, const float* b, int n_rows, int width) override { inner_.add_bias(y, b, n_rows, width); }
 
  private:
   Backend& inner_;

@@ -126,6 +126,25 @@ TEST(Engine, GreedyBatchedWithStaggeredArrivalsEqualsSequential_RandomModel) {
   expect_batched_equals_sequential(c, 700, 0.f);
 }
 
+// Each architecture family, batched against one at a time (greedy): Llama 3 (GQA, theta 500000,
+// llama3 rope scaling past a 64-token original context, tied), Qwen2 (Q/K/V biases) and Qwen3
+// (per-head Q/K norm, head_dim 48 at dim 128 / 4 heads), in F16.
+TEST(Engine, GreedyBatchedEqualsSequentialOnEveryArchitecture) {
+  for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
+    SCOPED_TRACE(arch);
+    ModelMakerOptions o;
+    o.config = test::family_test_config(arch, 128, 224, arch == "qwen3" ? 48 : 32, 700, 64);
+    o.dtype = DType::F16;
+    o.seed = 31;
+    o.out = test::scratch_dir("engine_family_" + arch) + "/m.gguf";
+    make_model(o);
+    EngineConfig c;
+    c.model = o.out;
+    c.threads = 2;
+    expect_batched_equals_sequential(c, 700, 0.f);
+  }
+}
+
 // A wider model in Q8_0, the repacked 4-bit types (Q4_0, INT4_G32) and F32 with 16 requests:
 // prefill chunks and decodes share steps of well over 20 tokens, so every matmul runs through
 // the tiled prefill kernel in the batch and through the decode kernel alone; the tokens must

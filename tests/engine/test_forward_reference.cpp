@@ -141,6 +141,121 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RandomModelShapes,
                                   dtype_name(std::get<2>(info.param));
                          });
 
+// The architectures' variants, each on a random model written by make_model as GGUF and as a
+// Hugging Face folder: Qwen2's Q/K/V biases, Qwen3's per-head Q/K RMSNorm (gains 1 +
+// normal(0, 0.25)) with a head size that is not dim / heads, and Llama 3's RoPE scaling over a
+// context past original_max_position (32 here, so that 60 tokens reach the scaled
+// frequencies; a GGUF carries it as rope_freqs.weight, a folder as config.json's rope_scaling).
+struct Variant {
+  const char* name;
+  const char* arch;
+  int dim, hidden, heads, kv_heads, head_dim, vocab, n_tokens;
+  bool llama3_scaling;
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+ModelConfig variant_config(const Variant& v) {
+  ModelConfig c;
+  c.name = v.name;
+  c.architecture = v.arch;
+  c.dim = v.dim;
+  c.hidden_dim = v.hidden;
+  c.n_layers = 2;
+  c.n_heads = v.heads;
+  c.n_kv_heads = v.kv_heads;
+  c.head_dim = v.head_dim;
+  c.vocab_size = v.vocab;
+  c.max_seq_len = 128;
+  c.rope_theta = 10000.f;
+  c.norm_eps = 1e-6f;
+  c.tied_embeddings = true;
+  if (v.llama3_scaling) {
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 8.f;
+    c.rope_scaling.low_freq_factor = 1.f;
+    c.rope_scaling.high_freq_factor = 4.f;
+    c.rope_scaling.original_max_position = 32;
+  }
+  return c;
+}
+
+std::string make_variant_model(const Variant& v, const std::string& format, DType dtype) {
+  ModelMakerOptions o;
+  o.config = variant_config(v);
+  o.dtype = dtype;
+  o.format = format;
+  o.seed = 4321;
+  const std::string dir = test::scratch_dir(std::string("fwdref_") + v.name + "_" + format + "_" + dtype_name(dtype));
+  o.out = dir + (format == "gguf" ? "/model.gguf" : "/model");
+  make_model(o);
+  return o.out;
+}
+
+const Variant kVariants[] = {
+    {"qwen2_bias", "qwen2", 64, 96, 4, 2, 16, 300, 19, false},
+    {"qwen3_qknorm_hd32", "qwen3", 64, 112, 4, 2, 32, 310, 19, false},
+    {"llama3_scaled", "llama", 96, 160, 6, 2, 16, 320, 60, true},
+};
+
+class ArchitectureVariants : public ::testing::TestWithParam<std::tuple<Variant, std::string>> {};
+
+TEST_P(ArchitectureVariants, LogitsMatchFloat64Reference) {
+  const auto& [variant, format] = GetParam();
+  auto file = load_model_file(make_variant_model(variant, format, DType::F32));
+  const ModelConfig& c = file->config;
+  EXPECT_EQ(c.architecture, variant.arch);
+  EXPECT_EQ(c.head_dim, variant.head_dim);
+  EXPECT_EQ(c.attn_qkv_bias, std::string(variant.arch) == "qwen2");
+  EXPECT_EQ(c.attn_qk_norm, std::string(variant.arch) == "qwen3");
+  check_against_reference(*file, random_tokens(variant.n_tokens, variant.vocab, 7), 6, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureVariants,
+                         ::testing::Combine(::testing::ValuesIn(kVariants), ::testing::Values("gguf", "safetensors")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                         });
+
+// The scaled frequencies do matter at that context: the same weights without the scaling give
+// logits far from the reference by the last positions (so the test above could tell).
+TEST(ForwardReference, Llama3RopeScalingChangesTheLogitsPastTheOriginalContext) {
+  const Variant& v = kVariants[2];
+  auto file = load_model_file(make_variant_model(v, "gguf", DType::F32));
+  ASSERT_EQ(file->config.rope_freq_factors.size(), size_t(v.head_dim / 2));
+  ModelConfig plain = file->config;
+  plain.rope_freq_factors.clear();
+  CpuBackend be(2);
+  LlamaModel model(plain, LlamaWeights::bind(*file), be);
+  const std::vector<int> tokens = random_tokens(v.n_tokens, v.vocab, 7);
+  const int bs = 4, n_blocks = (v.n_tokens + bs - 1) / bs;
+  KVCache kv(plain.n_layers, n_blocks, bs, plain.n_kv_heads, plain.head_dim);
+  std::vector<int> table(static_cast<size_t>(n_blocks));
+  for (int i = 0; i < n_blocks; ++i) table[static_cast<size_t>(i)] = i;
+  ForwardBatch batch;
+  ForwardSeq s;
+  s.n_tokens = v.n_tokens;
+  s.block_table = &table;
+  s.logits_row = 0;
+  batch.num_logit_rows = 1;
+  batch.tokens = tokens;
+  batch.seqs.push_back(s);
+  std::vector<float> logits(static_cast<size_t>(v.vocab));
+  model.forward(batch, kv, logits.data());
+  test::ReferenceLlama ref(*file);
+  std::vector<double> want;
+  for (int t : tokens) want = ref.step(t);
+  EXPECT_GT(rel_err(logits.data(), want), 1e-2);
+  // The GGUF's rope_freqs.weight (what make_model wrote) holds the divisors of Llama 3's
+  // formula, as the reference computes it from the folder's config.json rope_scaling.
+  auto folder = load_model_file(make_variant_model(v, "safetensors", DType::F32));
+  const test::ReferenceLlama from_config(*folder);
+  for (int i = 0; i < v.head_dim / 2; ++i) {
+    const double base = std::pow(10000.0, -2.0 * i / v.head_dim);
+    EXPECT_NEAR(base / file->config.rope_freq_factors[size_t(i)], from_config.inv_freq()[size_t(i)], 1e-7 * base) << i;
+  }
+}
+
 TEST(ForwardReference, Stories260KAllFormatsMatchFloat64Reference) {
   for (const char* rel : {"models/stories260K/stories260K.bin", "models/stories260K/stories260K.gguf",
                           "models/stories260K/hf"}) {

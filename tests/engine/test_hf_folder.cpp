@@ -171,29 +171,9 @@ TEST(HfFolder, WrongTypesAndUnsupportedModelsAreNamed) {
   expect_load_error(dir, {"config.json", "rope_scaling", "yarn"});
 }
 
-// Rewrites dir/model.safetensors: `first` (if any) goes in front, then every stored tensor
-// except `drop`.
-void rewrite_weights(const std::string& dir, const std::string& drop, const std::function<void(SafetensorsWriter&)>& first) {
-  SafetensorsWriter w;
-  if (first) first(w);
-  {
-    MappedFile map(dir + "/model.safetensors");
-    const SafetensorsFile f = SafetensorsFile::parse(map.data(), map.size(), map.path());
-    for (const auto& t : f.tensors) {
-      if (t.name == drop) continue;
-      w.add_tensor(t.name, t.dtype, t.shape, [bytes = std::vector<uint8_t>(t.data, t.data + t.nbytes)](uint8_t* dst) {
-        std::memcpy(dst, bytes.data(), bytes.size());
-      });
-    }
-  }
-  const std::string tmp = dir + "/model.safetensors.new";
-  w.write(tmp);
-  fs::rename(tmp, dir + "/model.safetensors");
-}
-
 TEST(HfFolder, MissingTensorNamesTheFileAndTheTensor) {
   const std::string dir = make_folder("hf_missing_tensor");
-  rewrite_weights(dir, "model.layers.1.mlp.up_proj.weight", nullptr);
+  test::rewrite_safetensors(dir, "model.layers.1.mlp.up_proj.weight", nullptr);
   expect_load_error(dir, {dir + "/model.safetensors", "missing tensor 'model.layers.1.mlp.up_proj.weight'",
                           "blk.1.ffn_up.weight"});
 }
@@ -202,7 +182,7 @@ TEST(HfFolder, TensorsBehindAnOddSizedOneAreRealigned) {
   const std::string a = make_folder("hf_aligned"), b = make_folder("hf_misaligned");
   // Three BF16 values first put every following F32 tensor at an address = 2 (mod 4).
   const uint16_t extra[3] = {0x3f80, 0x4000, 0x4040};
-  rewrite_weights(b, "", [&](SafetensorsWriter& w) { w.add_tensor("extra.bias", DType::BF16, {3}, extra); });
+  test::rewrite_safetensors(b, "", [&](SafetensorsWriter& w) { w.add_tensor("extra.bias", DType::BF16, {3}, extra); });
   const auto ref = load_hf_folder(a);
   const auto m = load_hf_folder(b);
   EXPECT_EQ(m->get("extra.bias").shape, std::vector<int64_t>({3})) << "unknown tensors keep their stored name";

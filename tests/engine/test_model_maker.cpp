@@ -263,8 +263,33 @@ TEST(ModelMaker, PresetsHaveThePublishedShapes) {
   for (const auto& n : model_preset_names()) {
     ASSERT_TRUE(model_preset(n, &c)) << n;
     EXPECT_NO_THROW(c.validate(n));
-    EXPECT_EQ(c.vocab_size, 32000) << n;
+    if (c.architecture == "llama" && !n.starts_with("llama3")) {   // Llama 2 era
+      EXPECT_EQ(c.vocab_size, 32000) << n;
+    }
   }
+  // The published parameter counts (tied heads counted once).
+  ASSERT_TRUE(model_preset("llama3.2-1b", &c));
+  EXPECT_EQ(model_param_count(c), 1235814400u);   // Llama 3.2 1B
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_FLOAT_EQ(c.rope_theta, 500000.f);
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_FLOAT_EQ(c.rope_scaling.factor, 32.f);
+  EXPECT_TRUE(c.tied_embeddings);
+  ASSERT_TRUE(model_preset("qwen2.5-0.5b", &c));
+  EXPECT_EQ(model_param_count(c), 494032768u);    // Qwen2.5-0.5B
+  EXPECT_EQ(c.architecture, "qwen2");
+  EXPECT_TRUE(c.attn_qkv_bias);
+  EXPECT_EQ(c.n_heads, 14);
+  EXPECT_EQ(c.n_kv_heads, 2);
+  ASSERT_TRUE(model_preset("qwen3-0.6b", &c));
+  EXPECT_EQ(c.architecture, "qwen3");
+  EXPECT_TRUE(c.attn_qk_norm);
+  EXPECT_EQ(c.head_dim, 128);   // not dim / heads = 64
+  EXPECT_EQ(c.vocab_size, 151936);
+  // Qwen3-0.6B's card: 0.44B parameters besides the (tied) embedding.
+  EXPECT_EQ(model_param_count(c) - uint64_t(c.vocab_size) * c.dim, 440467456u);
   EXPECT_FALSE(model_preset("gpt-5", &c));
 }
 

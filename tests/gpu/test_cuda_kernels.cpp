@@ -189,6 +189,29 @@ TEST(CudaKernels, RmsNormAloneAndFusedWithTheResidualAdd) {
   EXPECT_LT(rel_error(to_host<float>(dx, n * dim), sum), 1e-7);   // x += delta written back
 }
 
+// The Q/K/V bias and Qwen3's per-head Q/K norm: add_bias over rows, rmsnorm in place over
+// n_tokens * heads rows of head_dim (one gain vector for every head).
+TEST(CudaKernels, AddBiasAndPerHeadRmsNormInPlace) {
+  LLMWB_REQUIRE_GPU();
+  std::mt19937_64 rng(std::random_device{}());
+  const int n = 5, heads = 6, hd = 128, width = heads * hd;
+  const std::vector<float> x = random_floats(n * width, rng), b = random_floats(width, rng), g = random_floats(hd, rng);
+  std::vector<double> biased(n * width), ref(n * width);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < width; ++i) biased[r * width + i] = double(x[r * width + i]) + b[i];
+  for (int h = 0; h < n * heads; ++h) {
+    double ss = 0;
+    for (int i = 0; i < hd; ++i) ss += biased[h * hd + i] * biased[h * hd + i];
+    for (int i = 0; i < hd; ++i) ref[h * hd + i] = biased[h * hd + i] / std::sqrt(ss / hd + 1e-6) * g[i];
+  }
+  DeviceBuffer dx = to_device(x);
+  const DeviceBuffer db = to_device(b), dg = to_device(g);
+  LLMWB_CUDA(cuda::add_bias(dx.as<float>(), db.as<float>(), n, width, nullptr));
+  EXPECT_LT(rel_error(to_host<float>(dx, n * width), biased), 1e-7);
+  LLMWB_CUDA(cuda::rmsnorm(dx.as<float>(), dg.as<float>(), n * heads, hd, 1e-6f, dx.as<float>(), nullptr));
+  EXPECT_LT(rel_error(to_host<float>(dx, n * width), ref), 1e-6);
+}
+
 TEST(CudaKernels, RopeMatchesTheCpuBackendInBothLayouts) {
   LLMWB_REQUIRE_GPU();
   std::mt19937_64 rng(std::random_device{}());

@@ -99,6 +99,31 @@ TEST(CudaModel, LogitsMatchTheCpuForwardPassForEveryWeightFormat) {
   EXPECT_LT(max_logits_error(make_random_model(DType::F32, 256, 384, 4, 4, 300, 8)), 1e-4);
 }
 
+// The architectures' variants on the device: Qwen2's Q/K/V biases, Qwen3's per-head Q/K norm
+// with head_dim 128 at dim 256 / 4 heads (Q wider than dim), Llama 3's rope scaling (original
+// context 16, so the 26 positions reach the scaled frequencies), each against the CPU forward
+// pass (prefill through cuBLAS, decode through the GEMV, the trimmed last layer), in F32 and
+// Q8_0, with f32 and int8 K/V.
+TEST(CudaModel, QwenAndLlama3VariantsMatchTheCpuForwardPass) {
+  LLMWB_REQUIRE_GPU();
+  for (const std::string arch : {"qwen2", "qwen3", "llama"}) {
+    for (DType dt : {DType::F32, DType::Q8_0}) {
+      SCOPED_TRACE(arch + " " + dtype_name(dt));
+      ModelMakerOptions o;
+      o.config = family_test_config(arch, 256, 512, arch == "qwen3" ? 128 : 64, 600);
+      o.dtype = dt;
+      o.seed = 17;
+      o.out = scratch_dir("gpu_arch_" + arch + "_" + dtype_name(dt)) + "/m.gguf";
+      make_model(o);
+      // Q8_0: the CPU multiplies int8-quantized activations, the GPU fp32 ones (see above).
+      EXPECT_LT(max_logits_error(o.out), dt == DType::F32 ? 1e-4 : 2e-2);
+      if (dt == DType::F32) {
+        EXPECT_LT(max_logits_error(o.out, KVDType::INT8), 2e-2);
+      }
+    }
+  }
+}
+
 // The logits of one 24-token prefill on the CUDA backend with a `kv_dtype` pool against an f32
 // pool (relative error): how far the pool's rounding moves them.
 double pool_vs_f32_logits(const std::string& path, KVDType kv_dtype) {

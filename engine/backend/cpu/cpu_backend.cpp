@@ -321,4 +321,12 @@ void CpuBackend::add(float* y, const float* x, int64_t n) {
   elementwise(n, [&](int64_t b, int64_t e) { cpu::add_inplace(y + b, x + b, e - b); });
 }
 
+void CpuBackend::add_bias(float* y, const float* b, int n_rows, int width) {
+  auto body = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) cpu::add_inplace(y + r * width, b, width);
+  };
+  if (int64_t(n_rows) * width < (1 << 15)) body(0, n_rows);
+  else pool_.parallel_for(n_rows, body, std::max<int64_t>(1, 4096 / std::max(width, 1)));
+}
+
 }  // namespace llmwb

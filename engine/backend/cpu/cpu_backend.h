@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
                  const AttentionParams& p, float* out, AttentionRecord* record) override;
   void silu_mul(float* gate, const float* up, int64_t n) override;
   void add(float* y, const float* x, int64_t n) override;
+  void add_bias(float* y, const float* b, int n_rows, int width) override;
 
  private:
   bool use_panels(const TensorView& W) const;

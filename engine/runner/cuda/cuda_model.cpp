@@ -38,6 +38,8 @@ CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const Tun
     d.ffn_norm = upload_floats(L.ffn_norm);
     d.wq = upload(L.wq), d.wk = upload(L.wk), d.wv = upload(L.wv), d.wo = upload(L.wo);
     d.w1 = upload(L.w1), d.w2 = upload(L.w2), d.w3 = upload(L.w3);
+    if (config.attn_qkv_bias) d.bq = upload_floats(L.bq), d.bk = upload_floats(L.bk), d.bv = upload_floats(L.bv);
+    if (config.attn_qk_norm) d.q_norm = upload_floats(L.q_norm), d.k_norm = upload_floats(L.k_norm);
     layers_.push_back(d);
   }
   final_norm_ = upload_floats(w.final_norm);
@@ -494,13 +496,17 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       const DeviceMatrix* kvm[2] = {&L.wk, &L.wv};
       float* out[2] = {k, v};
       mm_.run_stacked(kvm, out, 2, xb, n);
+      finish_heads(k, n, c.n_kv_heads, L.bk, L.k_norm, s);
       LLMWB_CUDA(rope(k, nullptr, n, c.n_kv_heads, 0, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     } else {
       const DeviceMatrix* qkv[3] = {&L.wq, &L.wk, &L.wv};
       float* out[3] = {q, k, v};
       mm_.run_stacked(qkv, out, 3, xb, n);
+      finish_heads(q, n, c.n_heads, L.bq, L.q_norm, s);
+      finish_heads(k, n, c.n_kv_heads, L.bk, L.k_norm, s);
       LLMWB_CUDA(rope(q, k, n, c.n_heads, c.n_kv_heads, c.head_dim, ab.row_pos, inv_freq_, interleaved, s));
     }
+    if (c.attn_qkv_bias) LLMWB_CUDA(add_bias(v, L.bv, n, c.n_kv_heads * c.head_dim, s));
     const KVLayer kvl = kv_layer(pool_, l);
     LLMWB_CUDA(store_kv(pool_, l, k, v, reinterpret_cast<const int64_t*>(dm + m.slots), n, s));
     int rows = n;              // the rows that go on past K/V
@@ -515,6 +521,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       float* xl = hb_.as<float>();   // the logit rows' normed input
       LLMWB_CUDA(gather_rows(xb, src, nl, c.dim, xl, s));
       matmul(L.wq, xl, nl, q);
+      finish_heads(q, nl, c.n_heads, L.bq, L.q_norm, s);
       LLMWB_CUDA(rope(q, nullptr, nl, c.n_heads, 0, c.head_dim, at.row_pos, inv_freq_, interleaved, s));
       LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
     }
@@ -539,6 +546,11 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
     LLMWB_CUDA(rmsnorm(res, final_norm_, nl, c.dim, c.norm_eps, normed_.as<float>(), s));
     matmul(output_, normed_.as<float>(), nl, logits_.as<float>());
   }
+}
+
+void CudaModel::finish_heads(float* x, int n, int heads, const float* bias, const float* norm, cudaStream_t s) {
+  if (c_.attn_qkv_bias) LLMWB_CUDA(add_bias(x, bias, n, heads * c_.head_dim, s));
+  if (c_.attn_qk_norm) LLMWB_CUDA(rmsnorm(x, norm, n * heads, c_.head_dim, c_.norm_eps, x, s));
 }
 
 void CudaModel::capture(uint64_t key, const AttentionBatch& ab, int rows) {

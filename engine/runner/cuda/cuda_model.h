@@ -53,7 +53,12 @@ class CudaModel final : public DeviceModel {
     DeviceMatrix wq, wk, wv, wo, w1, w2, w3;
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;   // attn_qkv_bias
+    const float *q_norm = nullptr, *k_norm = nullptr;          // attn_qk_norm
   };
+  // Q or K of n rows after its projection: + bias, per-head RMSNorm, as the config asks (RoPE
+  // follows); LlamaModel::finish_heads.
+  void finish_heads(float* x, int n, int heads, const float* bias, const float* norm, cudaStream_t s);
   DeviceMatrix upload(const TensorView& t);
   const float* upload_floats(const std::vector<float>& v);
   struct Graph {

@@ -1,6 +1,8 @@
 #include "reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace llmwb::test {
 
@@ -28,11 +30,40 @@ ReferenceLlama::ReferenceLlama(const ModelFile& file) : c_(file.config), f_(file
     L.wk = mat(p + "attn_k.weight");
     L.wv = mat(p + "attn_v.weight");
     L.wo = mat(p + "attn_output.weight");
+    if (c_.attn_qkv_bias) {
+      L.bq = mat(p + "attn_q.bias");
+      L.bk = mat(p + "attn_k.bias");
+      L.bv = mat(p + "attn_v.bias");
+    }
+    if (c_.attn_qk_norm) {
+      L.q_norm = mat(p + "attn_q_norm.weight");
+      L.k_norm = mat(p + "attn_k_norm.weight");
+    }
     L.ffn_norm = mat(p + "ffn_norm.weight");
     L.w1 = mat(p + "ffn_gate.weight");
     L.w2 = mat(p + "ffn_down.weight");
     L.w3 = mat(p + "ffn_up.weight");
     layers_.push_back(std::move(L));
+  }
+  // theta^(-2i/d), then Llama 3.1's scaling (transformers' _compute_llama3_parameters):
+  // wavelengths above original_max_position / low_freq_factor slowed by `factor`, those below
+  // original_max_position / high_freq_factor kept, a linear blend of the two in between.
+  const int hd = c_.head_dim;
+  const RopeScaling& s = c_.rope_scaling;
+  for (int i = 0; i < hd / 2; ++i) {
+    double f = std::pow(static_cast<double>(c_.rope_theta), -2.0 * i / hd);
+    if (s.type == "linear") f /= s.factor;
+    if (s.type == "llama3") {
+      const double wavelen = 2 * M_PI / f, old = s.original_max_position;
+      if (wavelen > old / s.low_freq_factor) {
+        f /= s.factor;
+      } else if (wavelen >= old / s.high_freq_factor) {
+        const double smooth = (old / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        f = (1 - smooth) * f / s.factor + smooth * f;
+      }
+    }
+    if (const TensorView* t = f_.find("rope_freqs.weight")) f /= reinterpret_cast<const float*>(t->data)[i];
+    inv_freq_.push_back(f);
   }
 }
 
@@ -60,7 +91,7 @@ std::vector<double> ReferenceLlama::step(int token) {
   auto rope = [&](std::vector<double>& v, int heads) {
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < hd / 2; ++i) {
-        const double theta = pos_ * std::pow(static_cast<double>(c_.rope_theta), -2.0 * i / hd);
+        const double theta = pos_ * inv_freq_[static_cast<size_t>(i)];
         const double cs = std::cos(theta), sn = std::sin(theta);
         const int a = c_.rope_layout == RopeLayout::Interleaved ? 2 * i : i;
         const int b = c_.rope_layout == RopeLayout::Interleaved ? 2 * i + 1 : i + hd / 2;
@@ -74,6 +105,16 @@ std::vector<double> ReferenceLlama::step(int token) {
   for (Layer& L : layers_) {
     std::vector<double> xb = rmsnorm(x, L.attn_norm, c_.norm_eps);
     std::vector<double> q = matvec(L.wq, xb, nh * hd), k = matvec(L.wk, xb, nkv * hd), v = matvec(L.wv, xb, nkv * hd);
+    if (c_.attn_qkv_bias)
+      for (auto [y, b] : {std::pair{&q, &L.bq}, {&k, &L.bk}, {&v, &L.bv}})
+        for (size_t i = 0; i < y->size(); ++i) (*y)[i] += (*b)[i];
+    if (c_.attn_qk_norm)
+      for (auto [y, g, heads] : {std::tuple{&q, &L.q_norm, nh}, {&k, &L.k_norm, nkv}})
+        for (int h = 0; h < heads; ++h) {
+          const auto head = y->begin() + static_cast<long>(h) * hd;
+          const std::vector<double> normed = rmsnorm(std::vector<double>(head, head + hd), *g, c_.norm_eps);
+          std::copy(normed.begin(), normed.end(), head);
+        }
     rope(q, nh);
     rope(k, nkv);
     L.k_cache.push_back(k);

@@ -1,8 +1,12 @@
 #include "test_support.h"
 
+#include "memory/mapped_file.h"
 #include "model/model_maker.h"
+#include "format/safetensors_file.h"
+#include "format/safetensors_writer.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -56,6 +60,49 @@ std::string make_test_model(const std::string& prefix, const std::string& name, 
   o.out = scratch_dir(prefix + "_" + name + "_" + dtype_name(dtype)) + "/m.gguf";
   make_model(o);
   return o.out;
+}
+
+void rewrite_safetensors(const std::string& dir, const std::string& drop,
+                         const std::function<void(SafetensorsWriter&)>& first) {
+  SafetensorsWriter w;
+  if (first) first(w);
+  {
+    MappedFile map(dir + "/model.safetensors");
+    const SafetensorsFile f = SafetensorsFile::parse(map.data(), map.size(), map.path());
+    for (const auto& t : f.tensors) {
+      if (t.name == drop) continue;
+      w.add_tensor(t.name, t.dtype, t.shape, [bytes = std::vector<uint8_t>(t.data, t.data + t.nbytes)](uint8_t* dst) {
+        std::memcpy(dst, bytes.data(), bytes.size());
+      });
+    }
+  }
+  const std::string tmp = dir + "/model.safetensors.new";
+  w.write(tmp);
+  std::filesystem::rename(tmp, dir + "/model.safetensors");
+}
+
+ModelConfig family_test_config(const std::string& arch, int dim, int hidden, int head_dim, int vocab,
+                               int original_ctx) {
+  ModelConfig c;
+  c.name = "family-" + arch;
+  c.architecture = arch;
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = head_dim;
+  c.vocab_size = vocab;
+  c.max_seq_len = 512;
+  c.norm_eps = 1e-6f;
+  c.tied_embeddings = true;
+  if (arch == "llama") {
+    c.rope_theta = 500000.f;
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 8.f;
+    c.rope_scaling.original_max_position = original_ctx;
+  }
+  return c;
 }
 
 }  // namespace llmwb::test

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "backend/backend.h"
+#include "format/rope_params.h"
 
 namespace llmwb {
 
