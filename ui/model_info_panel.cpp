@@ -69,7 +69,10 @@ void ModelInfoPanel::set_info(const ModelInfo& m, const QString& chat_format) {
   set_row("Dtype", QString::fromStdString(m.dtype_summary));
   set_row("Context", tr("%1 tokens").arg(m.context_length));
   set_row("Shape", tr("dim %1, hidden %2, %3 layers, vocab %4").arg(m.dim).arg(m.hidden_dim).arg(m.n_layers).arg(m.vocab_size));
-  set_row("Attention", tr("%1 query heads, %2 KV heads, head dim %3").arg(m.n_heads).arg(m.n_kv_heads).arg(m.head_dim));
+  QString attention = tr("%1 query heads, %2 KV heads, head dim %3").arg(m.n_heads).arg(m.n_kv_heads).arg(m.head_dim);
+  if (m.qkv_bias) attention += tr(", Q/K/V bias");
+  if (m.qk_norm) attention += tr(", per-head Q/K norm");
+  set_row("Attention", attention);
   set_row("RoPE", tr("θ = %1, %2%3")
                       .arg(double(m.rope_theta))
                       .arg(QString::fromStdString(m.rope_layout))

@@ -65,6 +65,8 @@ nlohmann::ordered_json to_json(const ModelInfo& m, const std::string& tokenizer_
       {"rope_layout", m.rope_layout},
       {"rope_scaling", m.rope_scaling},
       {"tied_embeddings", m.tied_embeddings},
+      {"qkv_bias", m.qkv_bias},
+      {"qk_norm", m.qk_norm},
       {"n_params", m.n_params},
       {"weight_bytes", m.weight_bytes},
       {"dtype_summary", m.dtype_summary},
@@ -91,6 +93,9 @@ void print_text(const ModelInfo& m, const std::string& tokenizer_note) {
   std::printf("architecture  %s%s%s\n", m.architecture.c_str(), m.name.empty() ? "" : "  name: ", m.name.c_str());
   std::printf("shape         dim %d, ffn %d, layers %d, heads %d, kv heads %d, head dim %d\n", m.dim, m.hidden_dim,
               m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim);
+  if (m.qkv_bias || m.qk_norm)
+    std::printf("attention     %s%s%s\n", m.qkv_bias ? "Q/K/V bias" : "", m.qkv_bias && m.qk_norm ? ", " : "",
+                m.qk_norm ? "per-head Q/K RMSNorm" : "");
   std::printf("vocabulary    %d   context %d\n", m.vocab_size, m.context_length);
   std::printf("rope          theta %g, %s, scaling %s\n", static_cast<double>(m.rope_theta), m.rope_layout.c_str(),
               m.rope_scaling.c_str());

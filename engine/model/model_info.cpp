@@ -47,6 +47,8 @@ ModelInfo describe_model(const ModelFile& file, const Tokenizer* tok) {
   info.rope_layout = c.rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half";
   info.rope_scaling = rope_scaling_text(c.rope_scaling, c.rope_freq_factors);
   info.tied_embeddings = c.tied_embeddings;
+  info.qkv_bias = c.attn_qkv_bias;
+  info.qk_norm = c.attn_qk_norm;
 
   std::map<std::string, int> per_dtype;
   for (const auto& t : file.tensors) {

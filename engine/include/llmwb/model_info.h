@@ -30,6 +30,8 @@ struct ModelInfo {
   std::string rope_layout;      // "interleaved" (GGUF, llama2.c) or "rotate-half" (Hugging Face)
   std::string rope_scaling;     // "none", "linear x4", "llama3 x8", ...
   bool tied_embeddings = false;
+  bool qkv_bias = false;        // Q/K/V projections add a bias (Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm of Q and K before RoPE (Qwen3)
   uint64_t n_params = 0;
   uint64_t weight_bytes = 0;
   std::string dtype_summary;    // e.g. "F16 (201 tensors), F32 (45 tensors)"
