@@ -25,8 +25,14 @@ for sig in INT TERM; do
     if [[ -e $out.partial && ! -e $out ]]; then
       kill "-$sig" "$pid"
       kill -CONT "$pid"
-      rc=0
-      wait "$pid" || rc=$?
+      # Under job control `wait` also returns when the job stops (128 + SIGSTOP): the stop made
+      # above may be reported first; wait again for the end.
+      stopped=$((128 + $(kill -l STOP)))
+      rc=$stopped
+      while [[ $rc == "$stopped" ]]; do
+        rc=0
+        wait "$pid" || rc=$?
+      done
       want=$((128 + $(kill -l "$sig")))
       [[ $rc == "$want" ]] || { echo "SIG$sig: exit status $rc, expected $want (death by the signal)"; exit 1; }
       [[ ! -e $out.partial ]] || { echo "SIG$sig: $out.partial was left behind"; exit 1; }
