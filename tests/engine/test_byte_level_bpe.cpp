@@ -304,27 +304,18 @@ TEST(ByteLevelBpe, HuggingFaceFolderWithTokenizerJsonLoadsIt) {
   EXPECT_EQ(tok->encode("Hello world"), (std::vector<int>{9707, 1879}));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(ByteLevelBpe, UnknownPreTokenizerIsAnErrorNamingIt) {
   TokenizerData d = read_tokenizer_json(shared_path(kQwen3Json));
   d.pre = "deepseek-llm";
-  const std::string msg = error_of([&] { make_tokenizer(d); });
+  const std::string msg = test::error_of([&] { make_tokenizer(d); });
   EXPECT_NE(msg.find("deepseek-llm"), std::string::npos) << msg;
   EXPECT_NE(msg.find("llama-bpe, qwen2"), std::string::npos) << msg;
   d.pre.clear();
-  EXPECT_NE(error_of([&] { make_tokenizer(d); }).find("names no pre-tokenizer"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { make_tokenizer(d); }).find("names no pre-tokenizer"), std::string::npos);
   // From a GGUF file: the message names the file too.
   d.pre = "falcon";
   const TokenizerData back = through_gguf(d, "unknown_pre");
-  const std::string from_gguf = error_of([&] { make_tokenizer(back); });
+  const std::string from_gguf = test::error_of([&] { make_tokenizer(back); });
   EXPECT_NE(from_gguf.find("vocab.gguf: pre-tokenizer 'falcon' (tokenizer.ggml.pre) is not supported"), std::string::npos)
       << from_gguf;
 }
@@ -332,11 +323,11 @@ TEST(ByteLevelBpe, UnknownPreTokenizerIsAnErrorNamingIt) {
 TEST(ByteLevelBpe, MergeNamingAnUnknownPieceIsAnError) {
   TokenizerData d = read_tokenizer_json(shared_path(kQwen3Json));
   d.merges.insert(d.merges.begin() + 5, "Ġ zzzqqqxx");
-  std::string msg = error_of([&] { make_tokenizer(d); });
+  std::string msg = test::error_of([&] { make_tokenizer(d); });
   EXPECT_NE(msg.find("merge 5 ('Ġ zzzqqqxx')"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'zzzqqqxx', which is not a piece"), std::string::npos) << msg;
   d.merges[5] = "no-space";
-  msg = error_of([&] { make_tokenizer(d); });
+  msg = test::error_of([&] { make_tokenizer(d); });
   EXPECT_NE(msg.find("is not two pieces separated by one space"), std::string::npos) << msg;
 }
 
@@ -344,22 +335,22 @@ TEST(ByteLevelBpe, UnsupportedTokenizerJsonIsAnErrorNamingFileAndType) {
   const std::string dir = test::scratch_dir("byte_level_bad_json");
   const std::string wordpiece = dir + "/tokenizer.json";
   test::write_file(wordpiece, R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}, "pre_tokenizer": null})");
-  std::string msg = error_of([&] { read_tokenizer_json(wordpiece); });
+  std::string msg = test::error_of([&] { read_tokenizer_json(wordpiece); });
   EXPECT_NE(msg.find(wordpiece), std::string::npos) << msg;
   EXPECT_NE(msg.find("tokenizer model type 'WordPiece' is not supported"), std::string::npos) << msg;
   // Llama 2's tokenizer.json: BPE over "▁" pieces (Metaspace), not byte-level.
   test::write_file(wordpiece, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
                                   "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})");
-  msg = error_of([&] { read_tokenizer_json(wordpiece); });
+  msg = test::error_of([&] { read_tokenizer_json(wordpiece); });
   EXPECT_NE(msg.find("pre_tokenizer 'Metaspace' is not supported"), std::string::npos) << msg;
   // A Split regex that is neither Llama 3's nor Qwen2's.
   test::write_file(wordpiece, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
       "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false},
         {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}})");
-  msg = error_of([&] { read_tokenizer_json(wordpiece); });
+  msg = test::error_of([&] { read_tokenizer_json(wordpiece); });
   EXPECT_NE(msg.find("regex '\\w+' is not one llmwb knows (llama-bpe, qwen2)"), std::string::npos) << msg;
-  EXPECT_NE(error_of([&] { load_tokenizer_file(dir + "/missing.json"); }).find("missing.json: cannot open"),
+  EXPECT_NE(test::error_of([&] { load_tokenizer_file(dir + "/missing.json"); }).find("missing.json: cannot open"),
             std::string::npos);
 }
 

@@ -275,15 +275,6 @@ TEST(Tokenizer, EncodeWithSpecialTurnsControlTextIntoTokens) {
 std::string i32(int32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 std::string f32(float v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Llama2cTokenizer, TruncatedFileNamesFileAndPiece) {
   const std::string bytes = test::read_file(shared_path(kTok512Bin));
   const std::string dir = test::scratch_dir("tok_truncated");
@@ -291,13 +282,13 @@ TEST(Llama2cTokenizer, TruncatedFileNamesFileAndPiece) {
   const size_t cut = 4 + (8 + 5) + (8 + 5) + (8 + 6) + 8 + 2;
   const std::string path = dir + "/cut.bin";
   test::write_file(path, bytes.substr(0, cut));
-  const std::string msg = error_of([&] { read_llama2c_tokenizer(path); });
+  const std::string msg = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("piece 3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
 
   test::write_file(path, bytes.substr(0, cut - 4));  // inside the header of piece 3
-  const std::string msg2 = error_of([&] { read_llama2c_tokenizer(path); });
+  const std::string msg2 = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg2.find("piece 3"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("truncated"), std::string::npos) << msg2;
 }
@@ -306,28 +297,28 @@ TEST(Llama2cTokenizer, NegativeAndAbsurdLengthsAreRejected) {
   const std::string dir = test::scratch_dir("tok_lengths");
   const std::string path = dir + "/bad.bin";
   test::write_file(path, i32(7) + f32(0) + i32(5) + "<unk>" + f32(0) + i32(-3) + "abc");
-  std::string msg = error_of([&] { read_llama2c_tokenizer(path); });
+  std::string msg = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg.find(path + ": piece 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("negative length -3"), std::string::npos) << msg;
 
   test::write_file(path, i32(7) + f32(0) + i32(5) + "<unk>" + f32(0) + i32(1 << 30) + "abc");
-  msg = error_of([&] { read_llama2c_tokenizer(path); });
+  msg = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg.find("piece 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("exceeds the file's max_token_length 7"), std::string::npos) << msg;
 
   test::write_file(path, i32(-1) + f32(0) + i32(5) + "<unk>");
-  msg = error_of([&] { read_llama2c_tokenizer(path); });
+  msg = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg.find("max_token_length is -1"), std::string::npos) << msg;
 
   test::write_file(path, "ab");
-  msg = error_of([&] { read_llama2c_tokenizer(path); });
+  msg = test::error_of([&] { read_llama2c_tokenizer(path); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("too short"), std::string::npos) << msg;
 }
 
 TEST(Llama2cTokenizer, WrongPieceCountIsReported) {
   const std::string path = shared_path(kTok512Bin);
-  const std::string msg = error_of([&] { load_llama2c_tokenizer(path, 1000); });
+  const std::string msg = test::error_of([&] { load_llama2c_tokenizer(path, 1000); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("holds 512 pieces but a vocabulary of 1000 was expected"), std::string::npos) << msg;
 }
@@ -345,28 +336,28 @@ TEST(Llama2cTokenizer, ConvertsExporterSpellingBackToSentencePiecePieces) {
 
 TEST(SpTokenizer, NonModelAndMissingFilesGiveErrorsNamingThem) {
   const std::string bin = shared_path(kTok512Bin);
-  std::string msg = error_of([&] { load_sentencepiece(bin); });
+  std::string msg = test::error_of([&] { load_sentencepiece(bin); });
   EXPECT_EQ(msg.rfind(bin + ": ", 0), 0u) << msg;
   const std::string missing = test::scratch_dir("tok_missing") + "/nope.model";
-  msg = error_of([&] { load_sentencepiece(missing); });
+  msg = test::error_of([&] { load_sentencepiece(missing); });
   EXPECT_EQ(msg.rfind(missing + ": ", 0), 0u) << msg;
 }
 
 TEST(BpeTokenizer, InconsistentVocabularyIsRejected) {
   TokenizerData d = vocabulary_of(shared_path(kTok512Model));
   d.scores.pop_back();
-  std::string msg = error_of([&] { make_bpe_tokenizer(d); });
+  std::string msg = test::error_of([&] { make_bpe_tokenizer(d); });
   EXPECT_NE(msg.find("512 pieces but 511 scores"), std::string::npos) << msg;
   EXPECT_EQ(msg.rfind(d.source, 0), 0u) << msg;
 
   d = vocabulary_of(shared_path(kTok512Model));
   d.bos_id = 600;
-  msg = error_of([&] { make_bpe_tokenizer(d); });
+  msg = test::error_of([&] { make_bpe_tokenizer(d); });
   EXPECT_NE(msg.find("BOS id 600 is outside the vocabulary of 512"), std::string::npos) << msg;
 
   d = TokenizerData{};
   d.source = "empty.gguf";
-  msg = error_of([&] { make_bpe_tokenizer(d); });
+  msg = test::error_of([&] { make_bpe_tokenizer(d); });
   EXPECT_EQ(msg, "empty.gguf: the tokenizer vocabulary is empty");
 }
 
@@ -383,7 +374,7 @@ ModelFile fake_model(const std::string& path, int vocab) {
 TEST(LoadTokenizerFor, VocabularyMismatchNamesBothFilesAndSizes) {
   const ModelFile m = fake_model(shared_path("models/stories260K/stories260K.bin"), 512);
   const std::string tok = shared_path(kLlama2Model);
-  const std::string msg = error_of([&] { load_tokenizer_for(m, tok); });
+  const std::string msg = test::error_of([&] { load_tokenizer_for(m, tok); });
   EXPECT_EQ(msg, "tokenizer " + tok + " has 32000 pieces but model " + m.path + " has a vocabulary of 512");
 }
 
@@ -432,7 +423,7 @@ TEST(LoadTokenizerFor, EveryFormatOfStories260KGetsTheSameTokenizer) {
 TEST(LoadTokenizerFor, NoTokenizerAnywhereAsksForTheFlag) {
   const std::string dir = test::scratch_dir("tok_none");
   const ModelFile m = fake_model(dir + "/model.bin", 512);
-  const std::string msg = error_of([&] { load_tokenizer_for(m, ""); });
+  const std::string msg = test::error_of([&] { load_tokenizer_for(m, ""); });
   EXPECT_EQ(msg.rfind(m.path + ": ", 0), 0u) << msg;
   EXPECT_NE(msg.find("tok512.model"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--tokenizer"), std::string::npos) << msg;

@@ -4,6 +4,7 @@
 #include "model/model_maker.h"
 #include "format/safetensors_file.h"
 #include "format/safetensors_writer.h"
+#include "llmwb/errors.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,16 @@
 #include <stdexcept>
 
 namespace llmwb::test {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 
 // The environment may move both folders (tests/gpu/run-device.sh runs binaries built elsewhere).
 static std::string env_or(const char* name, const char* fallback) {

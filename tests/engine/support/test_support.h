@@ -15,6 +15,9 @@ class SafetensorsWriter;
 
 namespace llmwb::test {
 
+// The message of the llmwb::Error that f throws, or "(no error)".
+std::string error_of(const std::function<void()>& f);
+
 // ../shared/models/... beside the repository (read-only).
 std::string shared_path(const std::string& rel);
 // A fresh, empty scratch folder for one test (under the build tree).
