@@ -43,8 +43,9 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
   req->params = p;
   req->t_added = Clock::now();
   const uint64_t base_seed = p.seed ? *p.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-  // Only sample 0 is scheduled now; the others fork from it once its prompt is computed
-  // (fork_parallel_samples), so they share the prompt's KV blocks.
+  // The request fans out into its n samples now (vLLM's parent request). Only sample 0 is
+  // scheduled; the others wait and fork from it once its prompt is computed
+  // (fork_parallel_samples), so that they share the prompt's KV blocks.
   auto st = std::make_unique<SeqState>();
   st->seq = std::make_unique<Sequence>();
   Sequence& s = *st->seq;
@@ -58,7 +59,22 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
   st->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
   by_seq[s.seq_id] = {req.get(), st.get()};
   sched->add(&s);
+  SeqState& first = *st;
   req->seqs.push_back(std::move(st));
+  for (int k = 1; k < p.n; ++k) {
+    auto child = std::make_unique<SeqState>();
+    child->pending = true;
+    child->seq = std::make_unique<Sequence>(s);
+    child->seq->seq_id = next_seq++;
+    child->seq->sample_index = k;
+    // Sample k's stream: the request's seed, else a draw from sample 0's before it samples.
+    const uint64_t seed = p.seed ? *p.seed : first.rng.next();
+    child->rng.reseed(seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k));
+    child->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
+    child->out.index = k;
+    by_seq[child->seq->seq_id] = {req.get(), child.get()};
+    req->seqs.push_back(std::move(child));
+  }
   const uint64_t id = req->id;
   requests[id] = std::move(req);
   return id;
@@ -160,8 +176,8 @@ void Engine::Impl::advance(const SchedulerOutput& so) {
   }
 }
 
-// Parallel sampling: the prompt is computed once; samples 1..n-1 fork its blocks now and draw
-// their first token from the same logits.
+// Parallel sampling: the prompt is computed once; samples 1..n-1, waiting since the request was
+// added, fork its blocks now and draw their first token from the same logits.
 void Engine::Impl::fork_parallel_samples(const SchedulerOutput& so, const ForwardBatch& batch) {
   const int vocab = file->config.vocab_size;
   std::vector<float> row_copy;
@@ -172,26 +188,22 @@ void Engine::Impl::fork_parallel_samples(const SchedulerOutput& so, const Forwar
     if (st->done || !req->forks_at(*st)) continue;
     const float* lrow = logits.data() + static_cast<size_t>(row) * vocab;
     req->forked = true;
-    for (int k = 1; k < req->params.n; ++k) {
-      auto child = std::make_unique<SeqState>();
-      child->seq = std::make_unique<Sequence>(*st->seq);
+    for (auto& child : req->seqs) {
+      if (!child->pending || child->done) continue;
+      child->pending = false;
       Sequence& c = *child->seq;
-      c.seq_id = next_seq++;
+      const uint64_t id = c.seq_id;
+      const int k = c.sample_index;
+      c = *st->seq;
+      c.seq_id = id;
       c.sample_index = k;
       c.block_table.clear();
       blocks->fork(*st->seq, c);
       c.status = SeqStatus::Running;
-      const uint64_t seed = req->params.seed ? *req->params.seed : st->rng.next();
-      child->rng.reseed(seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k));
-      child->detok = std::make_unique<IncrementalDetokenizer>(*tok, c.tokens.back());
-      child->out.index = k;
-      by_seq[c.seq_id] = {req, child.get()};
       sched->add_forked(&c);
       row_copy.assign(lrow, lrow + vocab);
       const SampleResult r = sampler.sample(row_copy.data(), vocab, req->params, child->rng, c.tokens);
-      SeqState* cs = child.get();
-      req->seqs.push_back(std::move(child));
-      on_token(*req, *cs, r.token, r.prob);
+      on_token(*req, *child, r.token, r.prob);
     }
   }
 }
@@ -287,8 +299,6 @@ void Engine::abort(uint64_t request_id) {
   if (it == impl_->requests.end()) return;
   Request& r = *it->second;
   for (auto& s : r.seqs) impl_->finish(r, *s, FinishReason::Abort);
-  // Samples not yet forked will never exist: the request is complete as it stands.
-  r.params.n = static_cast<int>(r.seqs.size());
   r.t_done = seconds_since(r.t_added);
 }
 

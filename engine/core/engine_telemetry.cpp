@@ -54,7 +54,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.sequences.clear();
   for (auto& [id, r] : requests)
     for (auto& s : r->seqs) {
-      if (s->done) continue;
+      if (s->done || s->pending) continue;
       const Sequence& q = *s->seq;
       live.push_back(&q);
       SequenceTelemetry st;

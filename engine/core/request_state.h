@@ -30,6 +30,8 @@ struct SeqState {
   CompletionOutput out;
   size_t emitted = 0;   // bytes of out.text already reported as deltas
   bool done = false;
+  // Sample k > 0 of an n > 1 request before it forks from sample 0 (not in the scheduler yet).
+  bool pending = false;
 };
 
 struct Request {
@@ -37,7 +39,7 @@ struct Request {
   std::string prompt;
   std::vector<int> prompt_ids;
   SamplingParams params;
-  std::vector<std::unique_ptr<SeqState>> seqs;   // sample 0 first; 1..n-1 once forked
+  std::vector<std::unique_ptr<SeqState>> seqs;   // the n samples, sample 0 first
   bool forked = false;
   Clock::time_point t_added;
   double t_first = -1, t_done = 0;
