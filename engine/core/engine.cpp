@@ -116,6 +116,7 @@ SchedulerOutput Engine::Impl::schedule() {
 // then computed).
 ForwardBatch Engine::Impl::build_batch(const SchedulerOutput& so) const {
   ForwardBatch batch;
+  batch.step = step_count + 1;   // unique per step: the runner derives slots and tiles once
   for (const ScheduledSeq& ss : so.scheduled) {
     const Sequence& q = *ss.seq;
     ForwardSeq fs;

@@ -129,6 +129,7 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
   // The rows that get logits, gathered in logits order: a batch of their own whose sequences
   // start where their first such row is (same block tables: K/V of every row are stored).
   tail_.seqs.clear();
+  tail_.step = batch.step ? batch.step | (uint64_t{1} << 63) : 0;
   tail_.tokens.assign(static_cast<size_t>(m), 0);
   tail_.num_logit_rows = m;
   tail_positions_.assign(static_cast<size_t>(m), 0);

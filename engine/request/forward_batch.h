@@ -3,6 +3,7 @@
 // block table. Prefill chunks and single decode tokens mix freely in one batch.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace llmwb {
@@ -26,6 +27,10 @@ struct ForwardBatch {
   std::vector<int> tokens;
   std::vector<ForwardSeq> seqs;
   int num_logit_rows = 0;
+  // Names this batch's contents (the engine's step number; another id for the last layer's
+  // logit-row batch), so that a runner builds what it derives from them (KV slots, attention
+  // tiles) once per step rather than once per layer. 0: unnamed, derived again at every use.
+  uint64_t step = 0;
 };
 
 // Attention weights recorded during a forward pass for the sequence marked capture_attention:

@@ -155,16 +155,23 @@ void CpuBackend::rope(float* x, int n_rows, int n_heads, const int* positions, c
   else pool_.parallel_for(n_rows, rows, 16);
 }
 
-void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) {
-  const int bs = cache.block_size(), kv_dim = cache.kv_dim();
-  for (const ForwardSeq& s : batch.seqs) {
+const std::vector<int64_t>& CpuBackend::slots_for(const ForwardBatch& batch, int bs) {
+  if (batch.step != 0 && batch.step == slots_step_) return slots_;
+  slots_.assign(batch.tokens.size(), 0);
+  for (const ForwardSeq& s : batch.seqs)
     for (int i = 0; i < s.n_tokens; ++i) {
       const int pos = s.start_pos + i;
-      const int64_t slot = int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
-      const int64_t row = s.first + i;
-      cache.store(layer, slot, k + row * kv_dim, v + row * kv_dim);
+      slots_[static_cast<size_t>(s.first + i)] = int64_t((*s.block_table)[static_cast<size_t>(pos / bs)]) * bs + pos % bs;
     }
-  }
+  slots_step_ = batch.step;
+  return slots_;
+}
+
+void CpuBackend::store_kv(KVCache& cache, int layer, const ForwardBatch& batch, const float* k, const float* v) {
+  const int64_t kv_dim = cache.kv_dim();
+  const std::vector<int64_t>& slots = slots_for(batch, cache.block_size());
+  for (size_t row = 0; row < slots.size(); ++row)
+    cache.store(layer, slots[row], k + int64_t(row) * kv_dim, v + int64_t(row) * kv_dim);
 }
 
 // Paged attention on the CPU: one task per tile of queries that share their K/V rows: up to 4
@@ -184,6 +191,26 @@ namespace {
 constexpr int kMaxTileQueries = 16;   // queries in one attention task (cpu::attend_queries' lanes)
 }  // namespace
 
+// Every sequence's new tokens in tiles of `tile_tokens` consecutive tokens, and the longest
+// context of the batch.
+const std::vector<CpuBackend::AttentionTile>& CpuBackend::tiles_for(const ForwardBatch& batch, int tile_tokens,
+                                                                    int* max_ctx) {
+  if (batch.step == 0 || batch.step != tiles_step_ || tile_tokens != tiles_tokens_) {
+    tiles_.clear();
+    tiles_max_ctx_ = 0;
+    for (size_t s = 0; s < batch.seqs.size(); ++s) {
+      const ForwardSeq& fs = batch.seqs[s];
+      for (int i = 0; i < fs.n_tokens; i += tile_tokens)
+        tiles_.push_back({static_cast<int>(s), fs.first + i, std::min(tile_tokens, fs.n_tokens - i)});
+      tiles_max_ctx_ = std::max(tiles_max_ctx_, fs.start_pos + fs.n_tokens);
+    }
+    tiles_step_ = batch.step;
+    tiles_tokens_ = tile_tokens;
+  }
+  *max_ctx = tiles_max_ctx_;
+  return tiles_;
+}
+
 void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& batch, const float* q,
                            const AttentionParams& p, float* out, AttentionRecord* record) {
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, bs = cache.block_size();
@@ -194,17 +221,10 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
   const int tq = kMaxTileQueries / hg;
   const int n_groups = p.n_heads / hg;
   int max_ctx = 0;
+  const std::vector<AttentionTile>& tiles = tiles_for(batch, tq, &max_ctx);
   const ForwardSeq* rec_seq = nullptr;
-  struct Tile {
-    int seq, first, count;   // rows [first, first + count) of batch.seqs[seq]
-  };
-  std::vector<Tile> tiles;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const ForwardSeq& fs = batch.seqs[s];
-    for (int i = 0; i < fs.n_tokens; i += tq) tiles.push_back({static_cast<int>(s), fs.first + i, std::min(tq, fs.n_tokens - i)});
-    max_ctx = std::max(max_ctx, fs.start_pos + fs.n_tokens);
+  for (const ForwardSeq& fs : batch.seqs)
     if (fs.capture_attention && record) rec_seq = &fs;
-  }
   if (rec_seq) {
     record->layer = layer;
     record->n_heads = p.n_heads;
@@ -230,7 +250,7 @@ void CpuBackend::attention(const KVCache& cache, int layer, const ForwardBatch& 
          t = next_task.fetch_add(1, std::memory_order_relaxed)) {
       // Last tiles first: in a causal prefill they are the longest, so the short ones even out the end.
       const int64_t u = n_tasks - 1 - t;
-      const Tile& tile = tiles[static_cast<size_t>(u / n_groups)];
+      const AttentionTile& tile = tiles[static_cast<size_t>(u / n_groups)];
       const int h0 = static_cast<int>(u % n_groups) * hg;
       const ForwardSeq& fs = batch.seqs[static_cast<size_t>(tile.seq)];
       const int pos0 = fs.start_pos + (tile.first - fs.first);

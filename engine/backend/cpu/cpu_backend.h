@@ -56,6 +56,17 @@ class CpuBackend final : public Backend {
   std::vector<double> rope_freq_;
   std::vector<float> rope_table_;
   int rope_positions_ = 0;
+  // What store_kv and attention derive from a batch, built once per named batch
+  // (ForwardBatch::step) and reused by every layer; an unnamed batch (step 0) rebuilds it.
+  struct AttentionTile {
+    int seq, first, count;   // rows [first, first + count) of batch.seqs[seq]
+  };
+  const std::vector<int64_t>& slots_for(const ForwardBatch& batch, int block_size);
+  const std::vector<AttentionTile>& tiles_for(const ForwardBatch& batch, int tile_tokens, int* max_ctx);
+  uint64_t slots_step_ = 0, tiles_step_ = 0;
+  int tiles_tokens_ = 0, tiles_max_ctx_ = 0;
+  std::vector<int64_t> slots_;
+  std::vector<AttentionTile> tiles_;
   std::vector<std::vector<float>> scores_;   // per-thread attention score rows
   std::vector<std::vector<const float*>> kv_rows_;   // per-thread K then V row pointers of a task
   std::vector<std::vector<float>> kv_decoded_;       // per-thread f16 / int8 K then V rows as f32
