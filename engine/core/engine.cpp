@@ -140,7 +140,7 @@ ForwardBatch Engine::Impl::build_batch(const SchedulerOutput& so) const {
 // would take it in sample().
 DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput& so, const ForwardBatch& batch) {
   DeviceSampled dev;
-  if (!runner->capabilities().samples_rows || !cfg.tuning.device_sampling) return dev;
+  if (!caps.samples_rows || !cfg.tuning.device_sampling) return dev;
   dev.rows.assign(static_cast<size_t>(batch.num_logit_rows), 0);
   dev.params.assign(static_cast<size_t>(batch.num_logit_rows), {});
   for (size_t i = 0; i < so.scheduled.size(); ++i) {
@@ -148,7 +148,7 @@ DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput&
     if (row < 0) continue;
     const auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
     const SamplingParams& p = req->params;
-    if (p.repetition_penalty != 1.0f || req->forks_at(*st) || st->done) continue;
+    if ((p.repetition_penalty != 1.0f && !caps.samples_with_penalty) || req->forks_at(*st) || st->done) continue;
     RowSampling& d = dev.params[static_cast<size_t>(row)];
     d.temperature = p.temperature;
     d.top_k = p.top_k;

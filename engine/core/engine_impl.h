@@ -35,6 +35,7 @@ struct Engine::Impl {
   std::unique_ptr<Tokenizer> tok;
   ModelInfo info;
   std::unique_ptr<ModelRunner> runner;
+  RunnerCapabilities caps;   // what the runner said it can do, asked once at load
   std::unique_ptr<OutputProcessor> output;
   uint64_t kv_bytes = 0;
   std::unique_ptr<BlockManager> blocks;

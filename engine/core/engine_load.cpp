@@ -63,6 +63,10 @@ void Engine::Impl::load(const LoadProgress& progress) {
 
   runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights),
                              [&](double f, const std::string& what) { return !progress || progress(0.9 + 0.1 * f, what); });
+  caps = runner->capabilities();
+  const std::vector<KVDType>& kinds = caps.kv_dtypes;
+  if (std::find(kinds.begin(), kinds.end(), kv_dtype) == kinds.end())
+    throw Error("kv_dtype", "'" + cfg.kv_dtype + "' is not a KV cache type the " + cfg.backend + " backend can hold");
   const ModelConfig& c = file->config;
   // An explicit max_model_len may exceed the length the model was trained for (as llama.cpp's
   // -c allows): RoPE is defined at every position, though quality past it is not promised.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runner/device_model.h"
 #include "kv/block_manager.h"
@@ -28,9 +29,12 @@ namespace llmwb {
 struct TuningConfig;
 
 struct RunnerCapabilities {
-  // Samples logits rows itself (DeviceSampled: no repetition penalty) so that only the token
-  // and its probability come back.
+  // Samples logits rows itself (DeviceSampled) so that only the token and its probability come
+  // back; with a repetition penalty too where samples_with_penalty.
   bool samples_rows = false;
+  bool samples_with_penalty = false;
+  // The KV cache element types its pool can hold.
+  std::vector<KVDType> kv_dtypes{KVDType::F32, KVDType::F16, KVDType::INT8};
 };
 
 // Progress while a runner prepares weights: (fraction of its part, what). Returns false to cancel.
