@@ -24,13 +24,7 @@ uint64_t available_memory_bytes() {
 
 CpuRunner::CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
                      const RunnerProgress& progress) {
-  if (!tuning.simd.empty()) {
-    const cpu::SimdLevel want = tuning.simd == "scalar" ? cpu::SimdLevel::Scalar
-                                : tuning.simd == "avx2" ? cpu::SimdLevel::Avx2
-                                                        : cpu::SimdLevel::Avx512;
-    cpu::set_simd_level(static_cast<int>(want) < static_cast<int>(cpu::best_simd_level()) ? want
-                                                                                           : cpu::best_simd_level());
-  }
+  if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
   backend_ = std::make_unique<CpuBackend>(threads, tuning.float_panels);
   // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each original's
   // mapped pages are dropped once copied, so RSS holds one copy (qrepack.h), and so is a matrix

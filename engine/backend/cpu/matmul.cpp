@@ -51,13 +51,7 @@ SimdLevel lower(SimdLevel a, SimdLevel b) { return static_cast<int>(a) < static_
 
 // TuningConfig::from_environment().simd (LLMWB_SIMD) lowers the start level; an engine's own
 // TuningConfig lowers it again when its CPU runner is made.
-SimdLevel initial_level() {
-  const std::string v = TuningConfig::from_environment().simd;
-  const SimdLevel best = best_level();
-  if (v == "scalar") return SimdLevel::Scalar;
-  if (v == "avx2") return lower(best, SimdLevel::Avx2);
-  return best;
-}
+SimdLevel initial_level() { return simd_level_at_most(TuningConfig::from_environment().simd); }
 
 std::atomic<int>& level_slot() {
   static std::atomic<int> slot{static_cast<int>(initial_level())};
@@ -91,6 +85,13 @@ SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::me
 
 void set_simd_level(SimdLevel level) {
   level_slot().store(static_cast<int>(lower(level, best_level())), std::memory_order_relaxed);
+}
+
+SimdLevel simd_level_at_most(const std::string& name) {
+  const SimdLevel best = best_level();
+  if (name == "scalar") return SimdLevel::Scalar;
+  if (name == "avx2") return lower(best, SimdLevel::Avx2);
+  return best;
 }
 
 const char* simd_level_name(SimdLevel level) {

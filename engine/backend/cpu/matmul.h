@@ -26,6 +26,9 @@ void set_simd_level(SimdLevel level);
 // The best level this CPU supports (cpuid), whatever the current one.
 SimdLevel best_simd_level();   // for tests: compare every path with the scalar one
 const char* simd_level_name(SimdLevel level);
+// The best level, lowered to `name` (TuningConfig::simd: "" = the best, "scalar", "avx2",
+// "avx512"; a level above the CPU's stays the CPU's).
+SimdLevel simd_level_at_most(const std::string& name);
 
 // Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;
