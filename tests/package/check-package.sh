@@ -13,7 +13,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
-shared="$(sed -n 's/^LLMWB_SHARED_DIR:PATH=//p' "$build/CMakeCache.txt")"
+[[ -f $build/CMakeCache.txt ]] || { echo "check-package: error: $build is no CMake build folder (configure a Release build first)" >&2; exit 1; }
+shared="$(readlink -f "$(sed -n 's/^LLMWB_SHARED_DIR:PATH=//p' "$build/CMakeCache.txt")")"
 reference="$shared/models/stories260K/greedy-from-bos.txt"
 
 if [[ $(id -u) -ne 0 && -z "${LLMWB_PACKAGE_TEST:-}" ]]; then
@@ -55,6 +56,8 @@ system_llmwb_paths() {
 system_llmwb_paths >"$scratch/before.txt"
 
 echo "== the package"
+# Configured again so that --version names the commit checked out now (llmwb/build_info.h).
+cmake "$build" >/dev/null
 cmake --build "$build" --target llmwb llmwb-cli
 mkdir -p "$build/packages"
 rm -f "$build"/packages/llmwb_*.deb
@@ -110,11 +113,23 @@ ls /usr/share/icons/hicolor/*/apps/"$icon".* >/dev/null 2>&1 || fail "no hicolor
 pass "the desktop entry's icon ($icon) is installed in the hicolor theme"
 
 echo "== the installed binaries"
-# From a scratch folder with no LLMWB_MODEL: nothing but the installed demo can be the default.
+# Run as a user would: from a scratch folder, with no LLMWB_MODEL, a scratch HOME for the GUI's
+# settings. Where a mount namespace can be made (root), the CUDA toolkit (/usr/local/cuda) and
+# the source tree's stories260K are hidden under empty tmpfs mounts: the binaries then run as on
+# a machine without the toolkit, and the installed demo is the only model the default can be.
 cd "$scratch"
+hide=()
+hidden="(the CUDA toolkit and the source tree's model stay visible: no mount namespace here)"
+if unshare -m true 2>/dev/null; then
+  dirs="$shared/models/stories260K"
+  [[ -d /usr/local/cuda ]] && dirs+=":$(readlink -f /usr/local/cuda)"
+  hide=(unshare -m sh -c 'IFS=:; for d in $0; do mount -t tmpfs none "$d" || exit 1; done; unset IFS; exec "$@"' "$dirs")
+  hidden="(with ${dirs//:/ and } hidden)"
+fi
+echo "  the installed binaries run $hidden"
 run() { env -u LLMWB_MODEL -u LD_LIBRARY_PATH HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home/.config" \
           XDG_DATA_HOME="$scratch/home/.local/share" XDG_CACHE_HOME="$scratch/home/.cache" \
-          XDG_RUNTIME_DIR="$scratch/runtime" "$@"; }
+          XDG_RUNTIME_DIR="$scratch/runtime" "${hide[@]}" "$@"; }
 mkdir -p "$scratch/home" "$scratch/runtime" && chmod 700 "$scratch/runtime"
 version="$(run /usr/bin/llmwb-cli --version)" || fail "llmwb-cli --version"
 echo "$version" | sed 's/^/  | /'
@@ -129,7 +144,7 @@ run /usr/bin/llmwb-cli generate --prompt "" --temperature 0 --max-tokens 256 --m
   >"$scratch/greedy.txt" 2>"$scratch/greedy.err" || { cat "$scratch/greedy.err"; fail "llmwb-cli generate"; }
 [[ "$(sed -e 's/[[:space:]]*$//' "$scratch/greedy.txt")" == "$(sed -e 's/[[:space:]]*$//' "$reference")" ]] \
   || { diff "$reference" "$scratch/greedy.txt" | head; fail "the greedy generation differs from $reference"; }
-pass "llmwb-cli generate (no --model: the installed demo) equals the published greedy text"
+pass "llmwb-cli generate with no --model (the installed demo) equals the published greedy text"
 
 smoke=(run /usr/bin/llmwb --smoke-test)
 if command -v xvfb-run >/dev/null 2>&1; then
