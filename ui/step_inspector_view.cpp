@@ -170,6 +170,7 @@ void StepInspectorView::clear() {
   time_note_->clear();
   show_message(tr("Click a generated token to see its step: the sampler's stages, the logit lens, attention and time."));
   update_fork();
+  emit blocks_read({});
 }
 
 void StepInspectorView::show_message(const QString& text) { title_->setText(text); }
@@ -213,6 +214,7 @@ void StepInspectorView::show_step(int index, const StepInspection& step) {
                                .arg(blocks.join(", ")));
   fill_time();
   update_fork();
+  emit blocks_read(step_.attention.blocks_read);
 }
 
 void StepInspectorView::fill_sampler() {

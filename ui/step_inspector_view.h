@@ -43,6 +43,9 @@ class StepInspectorView : public QWidget {
  signals:
   // The context of the shown step followed by the selected candidate.
   void fork_requested(const std::vector<int>& prompt_ids, int from_index, int token);
+  // The physical KV blocks the shown step's attention read (empty when none is shown): the KV
+  // block map outlines them.
+  void blocks_read(const std::vector<int>& blocks);
 
  private:
   void fill_sampler();

@@ -4,6 +4,9 @@
 #include <limits>
 
 #include "completion_view.h"
+#include "kv_block_grid.h"
+#include "kv_block_map.h"
+#include "step_inspector_view.h"
 #include "quant_view.h"
 
 namespace llmwb::gui {
@@ -49,6 +52,7 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   connect(e, &EngineWorker::generation_paused, c, &ui::CompletionView::on_paused, Qt::QueuedConnection);
   connect(e, &EngineWorker::step_inspected, c, &ui::CompletionView::on_step_inspected, Qt::QueuedConnection);
   connect(e, &EngineWorker::inspect_failed, c, &ui::CompletionView::on_inspect_failed, Qt::QueuedConnection);
+  connect(c->inspector(), &ui::StepInspectorView::blocks_read, w->kv_map()->grid(), &ui::KvBlockGrid::set_highlighted);
   ui::QuantView* q = w->quant_view();
   connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);

@@ -10,6 +10,8 @@
 #include <QTest>
 
 #include "completion_view.h"
+#include "kv_block_grid.h"
+#include "kv_block_map.h"
 #include "sampling_params_editor.h"
 #include "step_inspector_view.h"
 #include "token_chips_view.h"
@@ -54,6 +56,11 @@ class TestTokenInspector : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return view()->is_paused(); }, 5000));
     QTest::qWait(300);   // the pause took effect: no more tokens arrive
     const int held = view()->chips()->chip_count();
+    // The KV map shows the held request's blocks (still allocated) as paused.
+    bench_->window().show_view(ui::MainWindow::View::KvCache);
+    QVERIFY(QTest::qWaitFor([&] { return bench_->window().kv_map()->legend_text().contains("1 paused"); }, 5000));
+    QVERIFY(bench_->window().kv_map()->engine_blocks_used() > 0);
+    bench_->window().show_view(ui::MainWindow::View::Completion);
     QTest::qWait(300);
     QCOMPARE(view()->chips()->chip_count(), held);
     QVERIFY(view()->step_button()->isEnabled());
@@ -78,6 +85,9 @@ class TestTokenInspector : public QObject {
     QCOMPARE(in->lens_table()->item(in->lens_table()->rowCount() - 1, 1)->text(), QString("0"));
     QVERIFY(in->time_table()->rowCount() > 0);
     QVERIFY2(in->summary().contains("draw u"), qPrintable(in->summary()));
+    // The KV block map outlines the blocks the step read.
+    QCOMPARE(bench_->window().kv_map()->grid()->highlighted(), in->step().attention.blocks_read);
+    QVERIFY(!in->step().attention.blocks_read.empty());
   }
 
   void fork_continues_from_another_candidate_as_a_branch() {
