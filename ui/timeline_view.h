@@ -42,6 +42,7 @@ class TimelineView : public LiveView {
   bool replot_all_ = true;  // the next draw replots every layer of both plots
   QCPBars* prefill_bars_;
   QCPBars* decode_bars_;
+  QCPBars* paused_bars_;   // sequences held by the token inspector's Pause
   std::deque<StepRecord> steps_;
   std::vector<QCPItemRect*> bars_;  // reused frame to frame: creating items is costly
 };

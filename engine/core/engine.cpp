@@ -56,6 +56,7 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
   s.num_prompt_tokens = n_prompt;
   s.max_total_tokens = max_total;
   st->rng.reseed(base_seed);
+  st->out.seed = base_seed;
   st->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
   by_seq[s.seq_id] = {req.get(), st.get()};
   sched->add(&s);
@@ -69,7 +70,8 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
     child->seq->sample_index = k;
     // Sample k's stream: the request's seed, else a draw from sample 0's before it samples.
     const uint64_t seed = p.seed ? *p.seed : first.rng.next();
-    child->rng.reseed(seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k));
+    child->out.seed = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k);
+    child->rng.reseed(child->out.seed);
     child->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
     child->out.index = k;
     by_seq[child->seq->seq_id] = {req.get(), child.get()};
@@ -93,7 +95,26 @@ void Engine::Impl::finish(Request& r, SeqState& s, FinishReason why, const std::
 }
 
 void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob) {
-  if (auto stop = output->append(r, s, token, prob)) finish(r, s, stop->reason, stop->stop_reason);
+  if (auto stop = output->append(r, s, token, prob)) {
+    finish(r, s, stop->reason, stop->stop_reason);
+    return;
+  }
+  // step_request: the one token it let through is here; hold the request again.
+  if (s.pause_at >= 0 && static_cast<int>(s.out.token_ids.size()) >= s.pause_at) {
+    s.pause_at = -1;
+    s.seq->paused = true;
+    r.paused = true;
+    r.changed = true;
+  }
+}
+
+void Engine::Impl::set_paused(Request& r, bool paused, bool one_token) {
+  r.paused = paused;
+  r.changed = true;
+  for (auto& s : r.seqs) {
+    s->seq->paused = paused;
+    s->pause_at = one_token ? static_cast<int>(s->out.token_ids.size()) + 1 : -1;
+  }
 }
 
 // The scheduler's batch, with the prefix-cache statistics of the sequences it admitted.
@@ -301,6 +322,32 @@ void Engine::abort(uint64_t request_id) {
   Request& r = *it->second;
   for (auto& s : r.seqs) impl_->finish(r, *s, FinishReason::Abort);
   r.t_done = seconds_since(r.t_added);
+}
+
+void Engine::pause(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, true, false);
+}
+
+void Engine::resume(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, false, false);
+}
+
+void Engine::step_request(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, false, true);
+}
+
+bool Engine::is_paused(uint64_t request_id) const {
+  auto it = impl_->requests.find(request_id);
+  return it != impl_->requests.end() && it->second->paused;
+}
+
+bool Engine::has_runnable() const {
+  for (auto& [id, r] : impl_->requests)
+    if (!r->reported_finished && (!r->paused || r->changed)) return true;
+  return false;
 }
 
 bool Engine::has_unfinished() const {

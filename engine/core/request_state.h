@@ -32,6 +32,7 @@ struct SeqState {
   bool done = false;
   // Sample k > 0 of an n > 1 request before it forks from sample 0 (not in the scheduler yet).
   bool pending = false;
+  int pause_at = -1;    // step_request: pause again once this many tokens are generated
 };
 
 struct Request {
@@ -45,6 +46,7 @@ struct Request {
   double t_first = -1, t_done = 0;
   bool changed = false;
   bool reported_finished = false;
+  bool paused = false;
   std::string error;
 
   // Sample 0 of an n > 1 request whose prompt is not forked yet (it forks when its prompt's

@@ -22,6 +22,7 @@ struct Sequence {
   int num_cached_tokens = 0;    // of the prompt, how many came from the prefix cache
   SeqStatus status = SeqStatus::Waiting;
   std::vector<int> block_table; // logical block i -> physical block id
+  bool paused = false;          // held by the engine: not scheduled, blocks kept
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_uncomputed() const { return num_tokens() - num_computed_tokens; }

@@ -18,6 +18,7 @@ struct CompletionOutput {
   std::vector<float> token_probs;  // probability of each sampled token under the sampler
   FinishReason finish_reason = FinishReason::None;
   std::string stop_reason;       // the stop string that matched, if any
+  uint64_t seed = 0;             // this sample's RNG seed (InspectStepRequest::seed)
 };
 
 struct RequestOutput {
@@ -26,6 +27,7 @@ struct RequestOutput {
   std::vector<int> prompt_token_ids;
   std::vector<CompletionOutput> outputs;
   bool finished = false;
+  bool paused = false;           // Engine::pause holds it (not scheduled, KV kept)
   std::string error;             // non-empty when the request failed
   // Timings, seconds since the request was added.
   double time_to_first_token = 0.0;
