@@ -6,18 +6,48 @@
 
 namespace llmwb {
 
-void Sampler::apply_penalty(float* logits, int vocab, float penalty, const std::vector<int>& history) {
-  if (penalty == 1.0f) return;
-  seen_.assign(static_cast<size_t>(vocab), 0);
-  for (int t : history)
-    if (t >= 0 && t < vocab) seen_[static_cast<size_t>(t)] = 1;
+void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
+                              size_t output_start) {
+  const float penalty = p.repetition_penalty;
+  if (penalty != 1.0f) {
+    seen_.assign(static_cast<size_t>(vocab), 0);
+    for (int t : history)
+      if (t >= 0 && t < vocab) seen_[static_cast<size_t>(t)] = 1;
+    for (int i = 0; i < vocab; ++i)
+      if (seen_[static_cast<size_t>(i)]) logits[i] = logits[i] > 0 ? logits[i] / penalty : logits[i] * penalty;
+  }
+  if (p.presence_penalty == 0.f && p.frequency_penalty == 0.f) return;
+  // OpenAI's definition: logit -= count * frequency_penalty + (count > 0) * presence_penalty,
+  // count over the generated tokens only.
+  counts_.assign(static_cast<size_t>(vocab), 0);
+  for (size_t i = std::min(output_start, history.size()); i < history.size(); ++i)
+    if (history[i] >= 0 && history[i] < vocab) ++counts_[static_cast<size_t>(history[i])];
   for (int i = 0; i < vocab; ++i)
-    if (seen_[static_cast<size_t>(i)]) logits[i] = logits[i] > 0 ? logits[i] / penalty : logits[i] * penalty;
+    if (const int c = counts_[static_cast<size_t>(i)])
+      logits[i] -= static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
+}
+
+float Sampler::logprobs(const float* logits, int vocab, int token, int top, std::vector<TokenLogprob>& top_out) {
+  const float mx = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  const double log_z = mx + std::log(sum);
+  top_out.clear();
+  const size_t k = static_cast<size_t>(std::clamp(top, 0, vocab));
+  if (k > 0) {
+    idx_.resize(static_cast<size_t>(vocab));
+    std::iota(idx_.begin(), idx_.end(), 0);
+    std::partial_sort(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k), idx_.end(),
+                      [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+    for (size_t i = 0; i < k; ++i)
+      top_out.push_back({idx_[i], static_cast<float>(logits[idx_[i]] - log_z)});
+  }
+  return static_cast<float>(logits[token] - log_z);
 }
 
 void Sampler::distribution(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
-                           std::vector<float>& probs) {
-  apply_penalty(logits, vocab, p.repetition_penalty, history);
+                           std::vector<float>& probs, size_t output_start) {
+  apply_penalties(logits, vocab, p, history, output_start);
   probs.assign(static_cast<size_t>(vocab), 0.f);
   if (p.temperature <= 0.f) {
     probs[static_cast<size_t>(std::max_element(logits, logits + vocab) - logits)] = 1.f;
@@ -59,16 +89,16 @@ void Sampler::distribution(float* logits, int vocab, const SamplingParams& p, co
 }
 
 SampleResult Sampler::sample(float* logits, int vocab, const SamplingParams& p, Rng& rng,
-                             const std::vector<int>& history) {
+                             const std::vector<int>& history, size_t output_start) {
   if (p.temperature <= 0.f) {
-    apply_penalty(logits, vocab, p.repetition_penalty, history);
+    apply_penalties(logits, vocab, p, history, output_start);
     const int best = static_cast<int>(std::max_element(logits, logits + vocab) - logits);
     // Report the token's probability under the plain softmax (temperature 1) for the UI.
     double sum = 0;
     for (int i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - logits[best]);
     return {best, static_cast<float>(1.0 / sum)};
   }
-  distribution(logits, vocab, p, history, probs_);
+  distribution(logits, vocab, p, history, probs_, output_start);
   // Inverse CDF over the kept candidates in descending-probability order (idx_ holds them).
   const double r = rng.uniform();
   double cum = 0;
