@@ -10,6 +10,7 @@ PKGS=(
   libsentencepiece-dev
   libpcre2-dev libicu-dev
   nlohmann-json3-dev
+  libcpp-httplib-dev
   libgtest-dev
   clang libclang-rt-14-dev
   xvfb xauth
