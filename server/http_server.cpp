@@ -2,6 +2,9 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+#include <netinet/in.h>
+
 #include <chrono>
 
 #include "api_error.h"
@@ -33,6 +36,24 @@ ApiError refusal(const ChannelEvent& ev, bool chat) {
   if (where.rfind("SamplingParams.", 0) == 0) return ApiError(400, ev.error, where.substr(15), "invalid_value");
   if (where.rfind("chat message", 0) == 0) return ApiError(400, ev.error, "messages", "invalid_value");
   return ApiError(400, ev.error, "", "invalid_value");
+}
+
+// cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian
+// built the library): 64 clients connecting at once overflow it and the kernel drops SYNs,
+// which clients retry a second later. Linux lets listen() be called again on a listening
+// socket to raise its backlog; the socket is found by its port.
+void widen_listen_backlog(int port) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    const int p = addr.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                  : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port) : -1;
+    if (p == port) ::listen(fd, SOMAXCONN);
+  }
 }
 
 }  // namespace
@@ -73,6 +94,7 @@ void HttpServer::start() {
   if (port_ <= 0)
     throw Error("--host/--port", "cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
                                      " (in use, or not an address of this machine)");
+  widen_listen_backlog(port_);
   running_ = true;
   stopping_ = false;
   listener_ = std::thread([this] { http_->listen_after_bind(); });

@@ -138,7 +138,8 @@ OpenAIRequest parse_openai_request(const json& body, bool chat, int context_leng
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_type");
   static const std::set<std::string> common = {"model", "max_tokens", "temperature", "top_p", "stop", "seed", "n",
                                                "stream", "stream_options", "logprobs", "presence_penalty",
-                                               "frequency_penalty", "top_k", "min_p", "repetition_penalty", "user"};
+                                               "frequency_penalty", "top_k", "min_p", "repetition_penalty", "ignore_eos",
+                                               "user"};
   OpenAIRequest r;
   r.chat = chat;
   r.params.max_tokens = chat ? context_length : 16;
@@ -210,6 +211,7 @@ OpenAIRequest parse_openai_request(const json& body, bool chat, int context_leng
     r.params.repetition_penalty = static_cast<float>(number(*v, "repetition_penalty", 0, 1e6));
     if (r.params.repetition_penalty <= 0) bad("repetition_penalty", "must be greater than 0");
   }
+  if (auto v = get("ignore_eos")) r.params.ignore_eos = boolean(*v, "ignore_eos");   // vLLM's extra, for benchmarks
   if (auto v = get("user")) string(*v, "user");   // for the caller's bookkeeping; generation ignores it
   return r;
 }
