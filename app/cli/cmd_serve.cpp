@@ -6,23 +6,16 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 
 #include "command.h"
 #include "engine_flags.h"
 #include "engine_loop.h"
 #include "http_server.h"
 #include "request_queue.h"
+#include "served_model_name.h"
 
 namespace llmwb::cli {
 namespace {
-
-// The model's name in /v1/models: the file name without its extension, or the folder's name.
-std::string model_id_of(const std::string& path) {
-  std::filesystem::path p(path);
-  while (!p.empty() && !p.has_filename()) p = p.parent_path();
-  return std::filesystem::is_directory(p) ? p.filename().string() : p.stem().string();
-}
 
 int run_serve(const std::vector<std::string>& argv) {
   Args a(argv, join({engine_value_flags(), {"host", "port", "api-key", "max-queue", "max-body-bytes", "model-name"}}),
@@ -35,7 +28,7 @@ int run_serve(const std::vector<std::string>& argv) {
   if (a.has("api-key") && sc.api_key.empty()) throw UsageError("--api-key: must not be empty");
   sc.max_queue = static_cast<size_t>(a.integer("max-queue", 128, 1, 1000));
   sc.max_body_bytes = a.bytes("max-body-bytes", 1 << 20);
-  const std::string model_id = a.str("model-name", model_id_of(engine_config.model));
+  const std::string model_id = a.str("model-name", server::served_model_name(engine_config.model));
 
   // SIGINT and SIGTERM go to this thread's sigtimedwait only: every thread started below
   // inherits the mask.
