@@ -187,7 +187,8 @@ const std::string kUsage = std::string(
     "over HTTP, against a running `llmwb-cli serve` (streaming clients, `concurrency` at once):\n"
     "  --url http://HOST:PORT  the server; reports requests/s, output tokens/s, TTFT and ITL p50/p90/p99\n"
     "  --api-key KEY        its key, if it has one\n"
-    "  --prompt TEXT        the prompt of every request (default \"Once upon a time\")\n") + engine_flags_usage();
+    "  --prompt TEXT        the prompt of every request (default \"Once upon a time\"), or\n"
+    "  --input-len N        with --url: a distinct prompt of N token ids per request (ids 3..258)\n") + engine_flags_usage();
 CommandRegistration reg({"serve-bench", "continuous-batching throughput at several concurrency limits", kUsage.c_str(),
                          run_serve_bench});
 

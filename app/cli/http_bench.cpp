@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <functional>
 #include <mutex>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -118,7 +120,12 @@ struct Run {
   std::vector<double> ttft, itl;
 };
 
-Run run_one(const Target& t, int concurrency, int n, const std::string& body) {
+// The body of request `i`: the same text prompt for all, or with input_len > 0 a prompt of that
+// many token ids drawn per request (ids 3..258, inside any vocabulary; distinct prompts, so the
+// prefix cache does not flatter the figures, as in the in-process serve-bench).
+using BodyFor = std::function<std::string(int)>;
+
+Run run_one(const Target& t, int concurrency, int n, const BodyFor& body_for) {
   Run r;
   r.concurrency = concurrency;
   r.requests = n;
@@ -129,8 +136,8 @@ Run run_one(const Target& t, int concurrency, int n, const std::string& body) {
   std::vector<std::thread> clients;
   for (int c = 0; c < concurrency; ++c)
     clients.emplace_back([&] {
-      while (next.fetch_add(1) < n) {
-        Sample s = one_request(t, body);
+      for (int i; (i = next.fetch_add(1)) < n;) {
+        Sample s = one_request(t, body_for(i));
         std::lock_guard<std::mutex> lock(mu);
         if (!s.ok) {
           ++r.failed;
@@ -151,7 +158,7 @@ Run run_one(const Target& t, int concurrency, int n, const std::string& body) {
 }  // namespace
 
 int run_http_bench(const Args& a) {
-  for (const char* f : {"rate", "input-len", "model", "tokenizer", "threads", "backend", "kv-memory", "max-model-len"})
+  for (const char* f : {"rate", "model", "tokenizer", "threads", "backend", "kv-memory", "max-model-len"})
     if (a.has(f)) throw UsageError(std::string("--") + f + ": not with --url (the server's own flags set it)");
   Target t = parse_url(a.str("url"));
   t.key = a.str("api-key");
@@ -162,12 +169,24 @@ int run_http_bench(const Args& a) {
   const std::string prompt = a.str("prompt", "Once upon a time");
   json body = {{"prompt", prompt}, {"max_tokens", out_len}, {"temperature", temperature}, {"stream", true},
                {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true}};
-  if (a.u64("seed")) body["seed"] = *a.u64("seed");
+  const uint64_t seed = a.u64("seed").value_or(0);
+  if (a.has("seed")) body["seed"] = seed;
+  const int in_len = static_cast<int>(a.integer("input-len", 0, 0, 1 << 20));
+  if (in_len > 0 && a.has("prompt")) throw UsageError("--input-len and --prompt: one or the other");
+  const BodyFor body_for = [&](int i) {
+    if (in_len == 0) return body.dump();
+    json b = body;
+    std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(i));
+    std::vector<int> ids(static_cast<size_t>(in_len));
+    for (int& id : ids) id = 3 + static_cast<int>(rng() % 256);
+    b["prompt"] = ids;
+    return b.dump();
+  };
   std::vector<Run> runs;
   for (int64_t c : conc) {
     const int n = n_fixed > 0 ? n_fixed : std::max<int>(8, static_cast<int>(2 * c));
     if (!a.flag("json")) std::fprintf(stderr, "concurrency %lld: %d streaming requests to %s ...\n", (long long)c, n, a.str("url").c_str());
-    runs.push_back(run_one(t, static_cast<int>(c), n, body.dump()));
+    runs.push_back(run_one(t, static_cast<int>(c), n, body_for));
   }
   int failures = 0;
   if (a.flag("json")) {
