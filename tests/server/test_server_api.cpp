@@ -167,6 +167,28 @@ TEST(Server, BearerComparisonNeedsTheWholeKey) {
   EXPECT_FALSE(HttpServer::bearer_matches("", "k3y"));
 }
 
+TEST(Server, HealthIs503AndRequestsWaitForTheModelUntilItIsLoaded) {
+  ServerConfig sc;
+  sc.port = 0;
+  RequestQueue queue(sc.max_queue);
+  HttpServer http(queue, sc);
+  http.start();
+  httplib::Client c("127.0.0.1", http.port());
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  auto r = c.Post("/v1/completions", R"({"prompt":"x"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  queue.set_model("stories260K", true, 128);
+  h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body)["status"], "ok");
+  http.stop();
+}
+
 TEST(Server, AFullQueueIsA429WithRetryAfter) {
   ServerConfig sc;
   sc.max_queue = 1;
