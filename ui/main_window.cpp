@@ -27,6 +27,7 @@
 #include "message_banner.h"
 #include "model_info_panel.h"
 #include "quant_view.h"
+#include "server_view.h"
 #include "settings_dialog.h"
 #include "theme.h"
 #include "throughput_chart.h"
@@ -47,6 +48,7 @@ MainWindow::MainWindow(QWidget* parent)
       completion_(new CompletionView(this)),
       experiments_(new ExperimentsView(this)),
       quant_(new QuantView(this)),
+      server_(new ServerView(this)),
       throughput_(new ThroughputChart(this)),
       kv_(new KvBlockMap(this)),
       attention_(new AttentionHeatmap(this)),
@@ -74,6 +76,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(completion_, tr("Completion"));
   tabs_->addTab(experiments_, tr("Experiments"));
   tabs_->addTab(quant_, tr("Quantization"));
+  tabs_->addTab(server_, tr("Server"));
 
   info_dock_ = add_dock(tr("Model"), "dock_model", info_panel_, Qt::RightDockWidgetArea);
   throughput_dock_ = add_dock(tr("Throughput"), "dock_throughput", throughput_, Qt::BottomDockWidgetArea);
@@ -243,6 +246,7 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   chat_->set_model(false, ChatTemplate{}, {});
   experiments_->set_model_ready(false);
   quant_->set_model_ready(false);
+  server_->set_model_ready(false);
   kv_->clear();
   throughput_->clear();
   timeline_->clear();
@@ -296,6 +300,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   experiments_->set_vocabulary(vocabulary);
   experiments_->set_model_ready(true);
   quant_->set_model_ready(true);
+  server_->set_model_ready(true);
   attention_->set_model(info.n_layers, info.n_heads, vocabulary);
   AppSettings::add_recent_model(loading_path_);
   refresh_recent_menu();

@@ -31,6 +31,7 @@ class KvBlockMap;
 class MessageBanner;
 class ModelInfoPanel;
 class QuantView;
+class ServerView;
 class ThroughputChart;
 class TimelineView;
 
@@ -62,6 +63,7 @@ class MainWindow : public QMainWindow {
   ChatView* chat_view() const { return chat_; }
   ExperimentsView* experiments_view() const { return experiments_; }
   QuantView* quant_view() const { return quant_; }
+  ServerView* server_view() const { return server_; }
   ThroughputChart* throughput_chart() const { return throughput_; }
   KvBlockMap* kv_map() const { return kv_; }
   AttentionHeatmap* attention_heatmap() const { return attention_; }
@@ -124,6 +126,7 @@ class MainWindow : public QMainWindow {
   CompletionView* completion_;
   ExperimentsView* experiments_;
   QuantView* quant_;
+  ServerView* server_;
   ThroughputChart* throughput_;
   KvBlockMap* kv_;
   AttentionHeatmap* attention_;

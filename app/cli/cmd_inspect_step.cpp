@@ -129,6 +129,7 @@ int run_inspect_step(const std::vector<std::string>& argv) {
   q.context.insert(q.context.end(), c.token_ids.begin(), c.token_ids.begin() + (at - 1));
   q.params = params;
   q.seed = c.seed;
+  q.prompt_tokens = static_cast<int>(done.prompt_token_ids.size());
   q.draws_before = params.temperature > 0.f ? at - 1 : 0;
   q.top_candidates = static_cast<int>(a.integer("top", 20, 1, 1000));
   q.lens_top = static_cast<int>(a.integer("lens-top", 5, 1, 100));

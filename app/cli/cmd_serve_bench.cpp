@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "engine_flags.h"
+#include "http_bench.h"
 #include "json_output.h"
 #include "llmwb/engine.h"
 #include "llmwb/stats.h"
@@ -120,8 +121,11 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
 }
 
 int run_serve_bench(const std::vector<std::string>& argv) {
-  Args a(argv, join({engine_value_flags(), {"concurrency", "num-requests", "input-len", "output-len", "rate", "seed", "temperature"}}),
+  Args a(argv, join({engine_value_flags(), {"concurrency", "num-requests", "input-len", "output-len", "rate", "seed", "temperature",
+                                             "url", "api-key", "prompt"}}),
          join({engine_bool_flags(), {"json"}}));
+  if (a.has("url")) return run_http_bench(a);
+  if (a.has("api-key") || a.has("prompt")) throw UsageError("--api-key and --prompt go with --url");
   if (a.has("max-num-seqs")) throw UsageError("--max-num-seqs: set by --concurrency here");
   EngineConfig cfg = engine_config_from(a);
   const auto conc = a.int_list("concurrency", {1, 4, 16, 64});
@@ -179,7 +183,12 @@ const std::string kUsage = std::string(
     "  --rate R             Poisson arrivals at R requests/s (default 0 = all at once)\n"
     "  --seed S             prompts, arrivals and sampling\n"
     "  --temperature T      sampling temperature of every request (default 0 = greedy)\n"
-    "  --json               JSON array out\n") + engine_flags_usage();
+    "  --json               JSON array out\n"
+    "over HTTP, against a running `llmwb-cli serve` (streaming clients, `concurrency` at once):\n"
+    "  --url http://HOST:PORT  the server; reports requests/s, output tokens/s, TTFT and ITL p50/p90/p99\n"
+    "  --api-key KEY        its key, if it has one\n"
+    "  --prompt TEXT        the prompt of every request (default \"Once upon a time\"), or\n"
+    "  --input-len N        with --url: a distinct prompt of N token ids per request (ids 3..258)\n") + engine_flags_usage();
 CommandRegistration reg({"serve-bench", "continuous-batching throughput at several concurrency limits", kUsage.c_str(),
                          run_serve_bench});
 

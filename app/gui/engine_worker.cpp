@@ -10,6 +10,7 @@
 #include "llmwb/chat_prompt.h"
 #include "llmwb/errors.h"
 #include "llmwb/stats.h"
+#include "served_model_name.h"
 
 namespace llmwb::gui {
 
@@ -31,6 +32,7 @@ void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
   fail_all("the model was unloaded");
   engine_.reset();  // free the old weights and KV pool before mapping the new ones
   finished_.clear();
+  announce_model_to_server();
   mailbox_.drop_telemetry();
   QElapsedTimer since_report;
   since_report.start();
@@ -59,6 +61,7 @@ void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
   for (int id = 0; id < vocab; ++id)
     vocabulary << QString::fromStdString(engine_->token_text(id));
   engine_->set_attention_capture(capture_);
+  announce_model_to_server();
   emit load_progress(1.0, "loaded");
   emit model_loaded(ticket, info, vocabulary, config_);
 }
@@ -66,6 +69,7 @@ void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
 void EngineWorker::unload_model() {
   fail_all("the model was unloaded");
   engine_.reset();
+  announce_model_to_server();
   mailbox_.drop_telemetry();
 }
 
@@ -144,6 +148,7 @@ void EngineWorker::inspect_token(quint64 ticket, int index) {
   q.context.insert(q.context.end(), a->token_ids.begin(), a->token_ids.begin() + index);
   q.params = a->params;
   q.seed = a->seed;
+  q.prompt_tokens = static_cast<int>(a->prompt_ids.size());
   q.draws_before = a->params.temperature > 0.f ? index : 0;
   try {
     StepInspection s = engine_->inspect_step(q);
@@ -190,7 +195,33 @@ void EngineWorker::run_steps() {
   schedule_step();
 }
 
+void EngineWorker::set_serving(std::shared_ptr<server::RequestQueue> queue) {
+  if (serving_ && serving_ != queue) {
+    serving_->fail_all(engine_.get(), "the server stopped");
+    serving_->set_model({}, false);
+  }
+  serving_ = std::move(queue);
+  announce_model_to_server();
+  serve_pending();
+}
+
+void EngineWorker::announce_model_to_server() {
+  if (!serving_) return;
+  if (engine_)
+    serving_->set_model(server::served_model_name(config_.model), true, engine_->model_info().context_length);
+  else
+    serving_->set_model({}, false);
+}
+
+void EngineWorker::serve_pending() {
+  if (!serving_ || !engine_) return;
+  serving_->admit(*engine_);
+  schedule_step();
+}
+
 bool EngineWorker::run_step() {
+  // Server requests join (and cancelled ones leave) between two steps, as in llmwb-cli serve.
+  if (serving_ && engine_) serving_->admit(*engine_);
   if (!engine_ || !engine_->has_runnable()) return false;
   StepObserver* const observer = step_observer();
   if (observer) observer->step_started();
@@ -202,6 +233,8 @@ bool EngineWorker::run_step() {
     fail_all(QString::fromStdString(e.what()));
     return false;
   }
+  // The server's outputs go to its clients; the rest are the GUI's.
+  if (serving_) outputs = serving_->deliver(std::move(outputs), *engine_);
   FrameMailbox::Mail mail;
   mail.steps.push_back(ui::StepRecord::from(engine_->telemetry()));
   // Delivered at once: the first token (time to first token is what a user watches for), a
@@ -296,6 +329,7 @@ void EngineWorker::fail_all(const QString& error) {
     mail.deltas.push_back(finish_delta(a, FinishReason::Error, error.toStdString()));
   }
   active_.clear();
+  if (serving_) serving_->fail_all(engine_.get(), error.toStdString());
   if (!mail.deltas.empty()) mailbox_.post(std::move(mail), true);
 }
 

@@ -22,6 +22,7 @@
 #include "llmwb/engine.h"
 #include "llmwb/quant_report.h"
 #include "frame_mailbox.h"
+#include "request_queue.h"
 #include "meta_types.h"
 #include "step_observer.h"
 
@@ -45,6 +46,12 @@ class EngineWorker : public QObject {
   // Set only while no generation runs.
   void set_step_observer(StepObserver* observer) { observer_.store(observer, std::memory_order_release); }
   StepObserver* step_observer() const { return observer_.load(std::memory_order_acquire); }
+
+  // The Server panel's requests (server/request_queue.h), in the worker thread (invoke queued):
+  // from now on they share this engine's steps with the GUI's own; null stops serving (what is
+  // in flight fails). serve_pending() admits newly queued ones and steps (the queue's wakeup).
+  void set_serving(std::shared_ptr<server::RequestQueue> queue);
+  void serve_pending();
 
  public slots:
   void load_model(const llmwb::EngineConfig& config, quint64 ticket);
@@ -136,6 +143,9 @@ class EngineWorker : public QObject {
   std::atomic<bool> cancel_experiment_{false};
   std::atomic<bool> cancel_quant_{false};
   std::atomic<StepObserver*> observer_{nullptr};
+  std::shared_ptr<server::RequestQueue> serving_;
+  // The server's view of the model: its name and context, or not ready.
+  void announce_model_to_server();
 };
 
 }  // namespace llmwb::gui

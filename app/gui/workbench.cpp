@@ -8,6 +8,7 @@
 #include "kv_block_map.h"
 #include "step_inspector_view.h"
 #include "quant_view.h"
+#include "server_view.h"
 
 namespace llmwb::gui {
 
@@ -64,6 +65,7 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
     live_views_.push_back(v);
     connect(v, &ui::LiveView::on_screen_toggled, this, &Workbench::update_delivery_interval);
   }
+  server_ = std::make_unique<ServerController>(*worker_, *w->server_view());
   thread_.start();
 }
 
@@ -75,6 +77,7 @@ void Workbench::update_delivery_interval() {
 }
 
 Workbench::~Workbench() {
+  server_.reset();   // joins the HTTP threads while the worker still runs
   // The window's views hide as it is destroyed, after live_views_ (declared after it).
   for (const QPointer<ui::LiveView>& v : live_views_)
     if (v) disconnect(v, nullptr, this, nullptr);

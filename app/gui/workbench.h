@@ -15,6 +15,7 @@
 #include "experiments_view.h"
 #include "live_view.h"
 #include "main_window.h"
+#include "server_controller.h"
 
 namespace llmwb::gui {
 
@@ -27,6 +28,8 @@ class Workbench : public QObject {
 
   ui::MainWindow& window() { return *window_; }
   EngineWorker& worker() { return *worker_; }
+  // The Server panel's OpenAI-compatible server, stepped by the worker.
+  ServerController& server() { return *server_; }
   // Where token deltas and telemetry arrive, in the GUI thread, at most once per frame.
   FrameMailbox& mailbox() { return mailbox_; }
   // The mailbox's interval while no live view is on screen: the text panes' pace. With one on
@@ -41,6 +44,7 @@ class Workbench : public QObject {
   EngineWorker* worker_;  // lives in thread_; deleted after the thread has stopped
   std::unique_ptr<ui::MainWindow> window_;
   std::vector<QPointer<ui::LiveView>> live_views_;
+  std::unique_ptr<ServerController> server_;   // stopped first in the destructor
 };
 
 }  // namespace llmwb::gui

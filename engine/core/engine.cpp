@@ -94,6 +94,15 @@ void Engine::Impl::finish(Request& r, SeqState& s, FinishReason why, const std::
   if (all && r.seqs.size() == static_cast<size_t>(r.params.n)) r.t_done = seconds_since(r.t_added);
 }
 
+// With SamplingParams::logprobs, the sampled token's log probability and the top ones, from the
+// row the sampler left penalized (rows with logprobs are never sampled by the runner).
+void Engine::Impl::record_logprobs(Request& r, SeqState& s, const float* row, int token) {
+  if (r.params.logprobs < 0) return;
+  std::vector<TokenLogprob> top;
+  s.out.token_logprobs.push_back(sampler.logprobs(row, file->config.vocab_size, token, r.params.logprobs, top));
+  s.out.top_logprobs.push_back(std::move(top));
+}
+
 void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob) {
   if (auto stop = output->append(r, s, token, prob)) {
     finish(r, s, stop->reason, stop->stop_reason);
@@ -155,8 +164,8 @@ ForwardBatch Engine::Impl::build_batch(const SchedulerOutput& so) const {
   return batch;
 }
 
-// Rows the runner can sample as the host would (no repetition penalty, not a parallel-sampling
-// prompt about to fork) are sampled there: one int and one float come back, not a row of
+// Rows the runner can sample as the host would (no repetition penalty, no presence or frequency
+// penalty, no log probabilities asked for, not a parallel-sampling prompt about to fork) are sampled there: one int and one float come back, not a row of
 // logits. A sampled row takes its uniform from the sequence's Rng now, as the host sampler
 // would take it in sample().
 DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput& so, const ForwardBatch& batch) {
@@ -170,6 +179,7 @@ DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput&
     const auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
     const SamplingParams& p = req->params;
     if ((p.repetition_penalty != 1.0f && !caps.samples_with_penalty) || req->forks_at(*st) || st->done) continue;
+    if (p.logprobs >= 0 || p.presence_penalty != 0.f || p.frequency_penalty != 0.f) continue;   // host only
     RowSampling& d = dev.params[static_cast<size_t>(row)];
     d.temperature = p.temperature;
     d.top_k = p.top_k;
@@ -224,7 +234,9 @@ void Engine::Impl::fork_parallel_samples(const SchedulerOutput& so, const Forwar
       c.status = SeqStatus::Running;
       sched->add_forked(&c);
       row_copy.assign(lrow, lrow + vocab);
-      const SampleResult r = sampler.sample(row_copy.data(), vocab, req->params, child->rng, c.tokens);
+      const SampleResult r =
+          sampler.sample(row_copy.data(), vocab, req->params, child->rng, c.tokens, static_cast<size_t>(c.num_prompt_tokens));
+      record_logprobs(*req, *child, row_copy.data(), r.token);
       on_token(*req, *child, r.token, r.prob);
     }
   }
@@ -240,9 +252,12 @@ void Engine::Impl::sample(const SchedulerOutput& so, const ForwardBatch& batch, 
     auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
     if (st->done) continue;
     const size_t r = static_cast<size_t>(row);
+    float* lrow = logits.data() + r * vocab;
     const SampleResult s = !dev.token.empty() && dev.rows[r]
                                ? SampleResult{dev.token[r], dev.prob[r]}
-                               : sampler.sample(logits.data() + r * vocab, vocab, req->params, st->rng, st->seq->tokens);
+                               : sampler.sample(lrow, vocab, req->params, st->rng, st->seq->tokens,
+                                                static_cast<size_t>(st->seq->num_prompt_tokens));
+    record_logprobs(*req, *st, lrow, s.token);
     on_token(*req, *st, s.token, s.prob);
   }
 }

@@ -126,7 +126,8 @@ StepInspection Engine::inspect_step(const InspectStepRequest& q) {
   // The sampler, with the sample's RNG as it was before this token.
   Rng rng(q.seed);
   for (int i = 0; i < q.draws_before; ++i) rng.uniform();
-  m.sampler.trace(out.logits.data(), vocab, q.params, rng, q.context, q.top_candidates, out.sampler);
+  const size_t output_start = q.prompt_tokens < 0 ? q.context.size() : std::min(size_t(q.prompt_tokens), q.context.size());
+  m.sampler.trace(out.logits.data(), vocab, q.params, rng, q.context, q.top_candidates, out.sampler, output_start);
   for (SamplerCandidate& c : out.sampler.candidates) c.piece = m.tok->display(c.token);
   const int chosen = out.sampler.chosen;
 

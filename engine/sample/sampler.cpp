@@ -6,18 +6,48 @@
 
 namespace llmwb {
 
-void Sampler::apply_penalty(float* logits, int vocab, float penalty, const std::vector<int>& history) {
-  if (penalty == 1.0f) return;
-  seen_.assign(static_cast<size_t>(vocab), 0);
-  for (int t : history)
-    if (t >= 0 && t < vocab) seen_[static_cast<size_t>(t)] = 1;
+void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
+                              size_t output_start) {
+  const float penalty = p.repetition_penalty;
+  if (penalty != 1.0f) {
+    seen_.assign(static_cast<size_t>(vocab), 0);
+    for (int t : history)
+      if (t >= 0 && t < vocab) seen_[static_cast<size_t>(t)] = 1;
+    for (int i = 0; i < vocab; ++i)
+      if (seen_[static_cast<size_t>(i)]) logits[i] = logits[i] > 0 ? logits[i] / penalty : logits[i] * penalty;
+  }
+  if (p.presence_penalty == 0.f && p.frequency_penalty == 0.f) return;
+  // OpenAI's definition: logit -= count * frequency_penalty + (count > 0) * presence_penalty,
+  // count over the generated tokens only.
+  counts_.assign(static_cast<size_t>(vocab), 0);
+  for (size_t i = std::min(output_start, history.size()); i < history.size(); ++i)
+    if (history[i] >= 0 && history[i] < vocab) ++counts_[static_cast<size_t>(history[i])];
   for (int i = 0; i < vocab; ++i)
-    if (seen_[static_cast<size_t>(i)]) logits[i] = logits[i] > 0 ? logits[i] / penalty : logits[i] * penalty;
+    if (const int c = counts_[static_cast<size_t>(i)])
+      logits[i] -= static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
+}
+
+float Sampler::logprobs(const float* logits, int vocab, int token, int top, std::vector<TokenLogprob>& top_out) {
+  const float mx = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  const double log_z = mx + std::log(sum);
+  top_out.clear();
+  const size_t k = static_cast<size_t>(std::clamp(top, 0, vocab));
+  if (k > 0) {
+    idx_.resize(static_cast<size_t>(vocab));
+    std::iota(idx_.begin(), idx_.end(), 0);
+    std::partial_sort(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k), idx_.end(),
+                      [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+    for (size_t i = 0; i < k; ++i)
+      top_out.push_back({idx_[i], static_cast<float>(logits[idx_[i]] - log_z)});
+  }
+  return static_cast<float>(logits[token] - log_z);
 }
 
 void Sampler::distribution(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
-                           std::vector<float>& probs) {
-  apply_penalty(logits, vocab, p.repetition_penalty, history);
+                           std::vector<float>& probs, size_t output_start) {
+  apply_penalties(logits, vocab, p, history, output_start);
   filter(logits, vocab, p, probs);
 }
 
@@ -84,16 +114,16 @@ SampleResult Sampler::draw(Rng& rng, double* u, double* cdf_before) {
 }
 
 SampleResult Sampler::sample(float* logits, int vocab, const SamplingParams& p, Rng& rng,
-                             const std::vector<int>& history) {
+                             const std::vector<int>& history, size_t output_start) {
   if (p.temperature <= 0.f) {
-    apply_penalty(logits, vocab, p.repetition_penalty, history);
+    apply_penalties(logits, vocab, p, history, output_start);
     const int best = static_cast<int>(std::max_element(logits, logits + vocab) - logits);
     // Report the token's probability under the plain softmax (temperature 1) for the UI.
     double sum = 0;
     for (int i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - logits[best]);
     return {best, static_cast<float>(1.0 / sum)};
   }
-  distribution(logits, vocab, p, history, probs_);
+  distribution(logits, vocab, p, history, probs_, output_start);
   return draw(rng, nullptr, nullptr);
 }
 
@@ -112,18 +142,20 @@ std::vector<double> softmax(const float* logits, int vocab, double temperature) 
 }  // namespace
 
 SampleResult Sampler::trace(const float* logits_in, int vocab, const SamplingParams& p, Rng& rng,
-                            const std::vector<int>& history, int top, SamplerTrace& out) {
+                            const std::vector<int>& history, int top, SamplerTrace& out, size_t output_start) {
   std::vector<float> logits(logits_in, logits_in + vocab);
   out = SamplerTrace{};
   out.greedy = p.temperature <= 0.f;
   std::vector<float> raw = logits;
   if (p.repetition_penalty != 1.0f) out.stages.push_back("repetition_penalty");
+  if (p.presence_penalty != 0.f) out.stages.push_back("presence_penalty");
+  if (p.frequency_penalty != 0.f) out.stages.push_back("frequency_penalty");
   SampleResult r;
   std::vector<int> order;   // token ids, most likely first, as the sampler orders them
   const int n_top = std::max(1, std::min(top, vocab));
   if (out.greedy) {
     // The same path as sample(): penalty, then the first maximum.
-    r = sample(logits.data(), vocab, p, rng, history);
+    r = sample(logits.data(), vocab, p, rng, history, output_start);
     out.stages.push_back("argmax");
     order.resize(static_cast<size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
@@ -137,7 +169,7 @@ SampleResult Sampler::trace(const float* logits_in, int vocab, const SamplingPar
     if (p.top_k > 0 && p.top_k < vocab) out.stages.push_back("top_k");
     if (p.top_p < 1.0f) out.stages.push_back("top_p");
     if (p.min_p > 0.f) out.stages.push_back("min_p");
-    apply_penalty(logits.data(), vocab, p.repetition_penalty, history);
+    apply_penalties(logits.data(), vocab, p, history, output_start);
     filter(logits.data(), vocab, p, probs_);
     r = draw(rng, &out.draw, &out.draw_cdf_before);
     out.kept = static_cast<int>(kept_after_[2]);

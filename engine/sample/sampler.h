@@ -2,13 +2,15 @@
 //
 // Order (as Hugging Face and vLLM apply them): repetition penalty on the raw logits (CTRL,
 // Keskar et al. 2019: a seen token's positive logit is divided by the penalty, a negative one
-// multiplied); then greedy argmax when temperature == 0; otherwise logits / temperature ->
+// multiplied); OpenAI's presence and frequency penalties over the generated tokens (logit -=
+// presence * [count > 0] + frequency * count); then greedy argmax when temperature == 0; otherwise logits / temperature ->
 // softmax -> top-k -> top-p (nucleus, Holtzman et al. 2020) -> min-p (relative to the most
 // likely token) -> renormalize -> draw with the request's own seeded Rng.
 #pragma once
 
 #include <vector>
 
+#include "llmwb/outputs.h"
 #include "llmwb/sampling_params.h"
 #include "llmwb/step_inspection.h"
 #include "sample/rng.h"
@@ -22,20 +24,25 @@ struct SampleResult {
 
 class Sampler {
  public:
-  // `logits` is modified in place (penalties). `history` = prompt + generated ids, for the
-  // repetition penalty. `scratch` avoids allocation per call.
+  // `logits` is modified in place (penalties): afterwards it holds the penalized logits that
+  // top_logprobs reads. `history` = prompt + generated ids, for the repetition penalty;
+  // history[output_start..] are the generated ones, for the presence and frequency penalties.
   SampleResult sample(float* logits, int vocab, const SamplingParams& p, Rng& rng,
-                      const std::vector<int>& history);
+                      const std::vector<int>& history, size_t output_start = 0);
 
   // The filtered, renormalized distribution (for tests and the UI): probs over the vocab.
   void distribution(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
-                    std::vector<float>& probs);
+                    std::vector<float>& probs, size_t output_start = 0);
+
+  // Log-softmax of `logits` (temperature 1): the log probability of `token`, and the `top` most
+  // likely tokens with theirs, most likely first (ties by id).
+  float logprobs(const float* logits, int vocab, int token, int top, std::vector<TokenLogprob>& top_out);
 
   // sample(), recording what each stage did (the token inspector): the same decision and the
   // same draws from `rng` as sample() makes for these logits (not modified here), and the
   // `top` most likely candidates with their logits and probabilities through the stages.
   SampleResult trace(const float* logits, int vocab, const SamplingParams& p, Rng& rng,
-                     const std::vector<int>& history, int top, SamplerTrace& out);
+                     const std::vector<int>& history, int top, SamplerTrace& out, size_t output_start = 0);
 
  private:
   // Temperature softmax, top-k, top-p, min-p over (penalized) logits: probs over the vocab,
@@ -48,8 +55,10 @@ class Sampler {
   auto by_prob() const {
     return [this](int a, int b) { return e_[size_t(a)] != e_[size_t(b)] ? e_[size_t(a)] > e_[size_t(b)] : a < b; };
   }
-  void apply_penalty(float* logits, int vocab, float penalty, const std::vector<int>& history);
+  void apply_penalties(float* logits, int vocab, const SamplingParams& p, const std::vector<int>& history,
+                       size_t output_start);
   std::vector<int> idx_;
+  std::vector<int> counts_;
   std::vector<float> probs_;
   std::vector<uint8_t> seen_;
   std::vector<double> e_;   // exp((logit - max) / temperature)

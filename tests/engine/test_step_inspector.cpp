@@ -43,6 +43,7 @@ InspectStepRequest step_of(const RequestOutput& r, const SamplingParams& p, int 
   q.context.insert(q.context.end(), ids.begin(), ids.begin() + i);
   q.params = p;
   q.seed = r.outputs[0].seed;
+  q.prompt_tokens = static_cast<int>(r.prompt_token_ids.size());
   q.draws_before = p.temperature > 0.f ? i : 0;
   return q;
 }
@@ -54,6 +55,8 @@ SamplingParams seeded() {
   p.top_p = 0.9f;
   p.min_p = 0.05f;
   p.repetition_penalty = 1.1f;
+  p.presence_penalty = 0.3f;
+  p.frequency_penalty = 0.2f;
   p.seed = 1234;
   p.max_tokens = 40;
   return p;
@@ -128,7 +131,9 @@ TEST(StepInspector, StagesComeInTheSamplersOrderAndRemovalsMatchTheirLimits) {
   InspectStepRequest q = step_of(r, p, 3);
   q.top_candidates = 30;
   const StepInspection s = e.inspect_step(q);
-  const std::vector<std::string> order{"repetition_penalty", "temperature", "top_k", "top_p", "min_p"};
+  const std::vector<std::string> order{"repetition_penalty", "presence_penalty", "frequency_penalty",
+                                       "temperature",        "top_k",            "top_p",
+                                       "min_p"};
   EXPECT_EQ(s.sampler.stages, order);
   double kept_mass = 0;
   int kept = 0;

@@ -10,12 +10,22 @@ namespace llmwb {
 enum class FinishReason { None, Stop, Length, Abort, Error };
 const char* to_string(FinishReason r);
 
+// A token and its log probability (SamplingParams::logprobs).
+struct TokenLogprob {
+  int token = 0;
+  float logprob = 0.f;
+};
+
 struct CompletionOutput {
   int index = 0;                 // which of the n samples
   std::string text;              // the completion only (not the prompt), as far as streamed
   std::string delta;             // text newly streamed by the step that returned this output
   std::vector<int> token_ids;    // completion token ids
   std::vector<float> token_probs;  // probability of each sampled token under the sampler
+  // With SamplingParams::logprobs >= 0, one entry per completion token: its log probability and
+  // the `logprobs` most likely tokens', most likely first.
+  std::vector<float> token_logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
   FinishReason finish_reason = FinishReason::None;
   std::string stop_reason;       // the stop string that matched, if any
   uint64_t seed = 0;             // this sample's RNG seed (InspectStepRequest::seed)

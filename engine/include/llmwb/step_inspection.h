@@ -24,6 +24,8 @@ struct InspectStepRequest {
   SamplingParams params;
   uint64_t seed = 0;          // CompletionOutput::seed of the sample
   int draws_before = 0;       // uniforms the sample's RNG drew before this token
+  int prompt_tokens = -1;     // how many of the context's tokens are the prompt (presence and
+                              // frequency penalties count the rest); -1: all of them
   int top_candidates = 20;    // candidates listed in the sampler's view
   int lens_top = 5;           // tokens listed per layer in the logit lens
 };
