@@ -24,6 +24,9 @@ class CudaRunner final : public ModelRunner {
                DeviceSampled* sampled) override {
     model_->forward(batch, logits, record_layer, record, sampled);
   }
+  void inspect(const ForwardBatch& batch, float* logits, StepRecording& out) override {
+    model_->inspect(batch, logits, out);
+  }
 
  private:
   std::unique_ptr<DeviceModel> model_;

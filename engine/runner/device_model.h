@@ -16,6 +16,7 @@
 #include "kv/kv_cache.h"
 #include "llmwb_kernel_types.h"
 #include "request/forward_batch.h"
+#include "runner/step_recording.h"
 #include "model/llama_weights.h"
 #include "format/model_config.h"
 #include "llmwb/tuning_config.h"
@@ -52,6 +53,8 @@ class DeviceModel {
   }
   // Copy-on-write: whole blocks src -> dst, all layers, K and V.
   virtual void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) = 0;
+  // The token inspector (ModelRunner::inspect): one new token, its layers recorded.
+  virtual void inspect(const ForwardBatch& batch, float* logits, StepRecording& out) = 0;
 };
 
 // Whether this build has the CUDA backend, and how many CUDA devices the driver reports (0 when

@@ -521,4 +521,44 @@ TEST(CudaScheduler, AttentionCaptureMatchesTheCpu) {
   EXPECT_LT(rel_error(g->weights, c->weights), 1e-4);
 }
 
+TEST(CudaScheduler, TheTokenInspectorRecordsTheSameStepAsTheCpu) {
+  LLMWB_REQUIRE_GPU();
+  auto inspect = [](const std::string& backend) {
+    Engine e(stories_config(backend));
+    SamplingParams p;
+    p.temperature = 0.8f;
+    p.seed = 21;
+    p.max_tokens = 12;
+    const uint64_t id = e.add_request("Once upon a time", p);
+    RequestOutput done;
+    while (e.has_unfinished())
+      for (RequestOutput& o : e.step())
+        if (o.request_id == id && o.finished) done = o;
+    InspectStepRequest q;
+    q.context = done.prompt_token_ids;
+    q.context.insert(q.context.end(), done.outputs[0].token_ids.begin(), done.outputs[0].token_ids.begin() + 7);
+    q.params = p;
+    q.seed = done.outputs[0].seed;
+    q.draws_before = 7;
+    StepInspection s = e.inspect_step(q);
+    EXPECT_EQ(s.sampler.chosen, done.outputs[0].token_ids[7]) << backend;
+    return s;
+  };
+  const StepInspection g = inspect("cuda"), c = inspect("cpu");
+  EXPECT_EQ(g.sampler.chosen, c.sampler.chosen);
+  ASSERT_EQ(g.lens.size(), c.lens.size());
+  for (size_t l = 0; l < g.lens.size(); ++l) {
+    EXPECT_LT(rel_error(g.lens[l].logits, c.lens[l].logits), 1e-4) << "layer " << l;
+    EXPECT_EQ(g.lens[l].chosen_rank, c.lens[l].chosen_rank) << "layer " << l;
+  }
+  // After the last layer the lens is the model's own logits on the device too.
+  EXPECT_LT(rel_error(g.lens.back().logits, g.logits), 1e-6);
+  ASSERT_EQ(g.attention.weights.size(), c.attention.weights.size());
+  for (size_t r = 0; r < g.attention.weights.size(); ++r)
+    EXPECT_LT(rel_error(g.attention.weights[r], c.attention.weights[r]), 1e-4) << "row " << r;
+  bool timed = false;
+  for (const OpTime& o : g.timing.ops) timed = timed || (o.layer >= 0 && o.seconds > 0);
+  EXPECT_TRUE(timed);
+}
+
 }  // namespace

@@ -1,5 +1,7 @@
 #include "runner/cuda/cuda_model.h"
 
+#include <chrono>
+
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
@@ -464,8 +466,26 @@ bool CudaModel::trims_last_layer(int n, int nl, const ForwardSeq* rs, int record
 // Every launch of one forward pass over `n` rows (metadata already on the device), ending
 // with nl logits rows in logits_. Nothing here allocates or synchronizes: it is what a graph
 // captures.
+// The inspector's taps into one pass over one token: host copies of what each layer computed.
+struct CudaModel::Tap {
+  StepRecording& out;
+  cudaStream_t s;
+  int dim = 0, n_heads = 0, rec_stride = 0;
+  std::vector<std::unique_ptr<Event>> events;   // before layer 0, after each layer, after the head
+  std::vector<float> attn_res;                  // res after the attention's add, per layer
+  void copy(const float* d, int n, std::vector<float>& h) {
+    h.resize(size_t(n));
+    LLMWB_CUDA(cudaMemcpyAsync(h.data(), d, sizeof(float) * size_t(n), cudaMemcpyDeviceToHost, s));
+    LLMWB_CUDA(cudaStreamSynchronize(s));
+  }
+  void mark() {
+    events.push_back(std::make_unique<Event>());
+    events.back()->record(s);
+  }
+};
+
 void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer,
-                        int rec_stride) {
+                        int rec_stride, Tap* tap) {
   const bool per_layer = nvtx_layers_;
   const cudaStream_t s = stream_.get();
   const ModelConfig& c = c_;
@@ -480,6 +500,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
   const float* pending = nullptr;   // the last block's output, still to be added to x
   const bool trim = trims_last_layer(n, nl, rs, record_layer);
   const bool interleaved = c.rope_layout == RopeLayout::Interleaved;
+  if (tap) tap->mark();
   for (int l = 0; l < c.n_layers; ++l) {
     std::optional<NvtxRange> layer_range;
     if (per_layer) layer_range.emplace("layer");
@@ -525,15 +546,41 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       LLMWB_CUDA(rope(q, nullptr, nl, c.n_heads, 0, c.head_dim, at.row_pos, inv_freq_, interleaved, s));
       LLMWB_CUDA(gather_rows(x, src, nl, c.dim, res, s));
     }
-    if (rs && l == record_layer)   // trims_last_layer keeps the recorded layer whole
+    if (rs && (l == record_layer || tap))   // trims_last_layer keeps the recorded layer whole
       LLMWB_CUDA(attention_naive(q, kvl, at, sh, att, weights_rec_.as<float>(), rs->first, rs->n_tokens, rec_stride, s));
     else
       LLMWB_CUDA(attention(q, kvl, at, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
     matmul(L.wo, att, rows, xb2);
+    if (tap) {
+      StepRecording::Layer& rl = tap->out.layers[size_t(l)];
+      tap->mark();   // the layer's time ends at its attention output (copies come after)
+      std::vector<float> w;
+      tap->copy(weights_rec_.as<float>(), c.n_heads * tap->rec_stride, w);
+      rl.attention.layer = l;
+      rl.attention.n_heads = c.n_heads;
+      rl.attention.start_pos = tap->rec_stride - 1;
+      rl.attention.rows.assign(size_t(c.n_heads), {});
+      for (int h = 0; h < c.n_heads; ++h)
+        rl.attention.rows[size_t(h)].assign(w.begin() + ptrdiff_t(h) * tap->rec_stride,
+                                            w.begin() + ptrdiff_t(h + 1) * tap->rec_stride);
+      tap->copy(xb2, c.dim, rl.attention_out);
+      tap->mark();
+    }
     LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, rows, c.dim, c.norm_eps, xb, s));
     mm_.run_swiglu(L.w1, L.w3, xb, rows, hb, hb2);
     matmul(L.w2, hb, rows, xb2);
     pending = xb2;
+    if (tap) {
+      StepRecording::Layer& rl = tap->out.layers[size_t(l)];
+      tap->mark();
+      std::vector<float> r;
+      tap->copy(res, c.dim, r);
+      tap->copy(xb2, c.dim, rl.ffn_out);
+      // The residual stream after the layer: what the next layer's fused add makes of it.
+      rl.residual.resize(size_t(c.dim));
+      for (int i = 0; i < c.dim; ++i) rl.residual[size_t(i)] = r[size_t(i)] + rl.ffn_out[size_t(i)];
+      tap->mark();
+    }
   }
   if (nl > 0) {
     float* res = last_.as<float>();
@@ -588,6 +635,53 @@ std::vector<const void*> CudaModel::buffer_stamp() const {
   v.push_back(a);
   v.push_back(b);
   return v;
+}
+
+void CudaModel::inspect(const ForwardBatch& batch, float* logits, StepRecording& out) {
+  if (batch.tokens.size() != 1 || batch.seqs.size() != 1 || batch.num_logit_rows != 1)
+    throw Error("inspect", "records a batch of one new token with one logits row");
+  if (num_blocks_ == 0) throw Error("cuda inspect", "the KV pool is not allocated");
+  const ModelConfig& c = c_;
+  const cudaStream_t s = stream_.get();
+  const ForwardSeq& fs = batch.seqs[0];
+  upload_metadata(batch, 1);
+  ensure_rows(1, 1);
+  const AttentionBatch ab = attention_batch(meta_.max_ctx);
+  attn_ws_floats_ = std::max<int64_t>(1, attention_workspace_floats(ab, attention_shape(), prop_.multiProcessorCount));
+  attn_ws_.grow(sizeof(float) * size_t(attn_ws_floats_));
+  const int rec_stride = fs.start_pos + 1;
+  weights_rec_.grow(sizeof(float) * size_t(c.n_heads) * size_t(rec_stride));
+  out.layers.assign(size_t(c.n_layers), {});
+  Tap tap{out, s, c.dim, c.n_heads, rec_stride, {}, {}};
+  const auto t0 = std::chrono::steady_clock::now();
+  enqueue(ab, 1, 1, &fs, -1, rec_stride, &tap);
+  tap.mark();
+  const size_t V = size_t(c.vocab_size);
+  LLMWB_CUDA(cudaMemcpyAsync(logits, logits_.as<float>(), sizeof(float) * V, cudaMemcpyDeviceToHost, s));
+  stream_.sync();
+  out.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Device time per layer (events around its launches, the host copies left out), then the head.
+  // Marks: 0 before layer 0; per layer 4 (end of attention, after its copies, end of FFN, after
+  // its copies); one after the head.
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Event& start = *tap.events[size_t(l == 0 ? 0 : 4 * l)];
+    const double attn_ms = tap.events[size_t(4 * l + 1)]->ms_since(start);
+    const double ffn_ms = tap.events[size_t(4 * l + 3)]->ms_since(*tap.events[size_t(4 * l + 2)]);
+    out.ops[{l, "attention block"}] = {attn_ms / 1e3, 1};
+    out.ops[{l, "ffn block"}] = {ffn_ms / 1e3, 1};
+  }
+  out.ops[{-1, "final norm + head"}] = {tap.events.back()->ms_since(*tap.events[size_t(4 * c.n_layers)]) / 1e3, 1};
+  // The logit lens: the same final norm and head over each layer's residual, one row at a time
+  // as the pass ran it.
+  float* row = last_.as<float>();
+  for (StepRecording::Layer& L : out.layers) {
+    LLMWB_CUDA(cudaMemcpyAsync(row, L.residual.data(), sizeof(float) * size_t(c.dim), cudaMemcpyHostToDevice, s));
+    LLMWB_CUDA(rmsnorm(row, final_norm_, 1, c.dim, c.norm_eps, normed_.as<float>(), s));
+    matmul(output_, normed_.as<float>(), 1, logits_.as<float>());
+    L.lens_logits.resize(V);
+    LLMWB_CUDA(cudaMemcpyAsync(L.lens_logits.data(), logits_.as<float>(), sizeof(float) * V, cudaMemcpyDeviceToHost, s));
+    stream_.sync();
+  }
 }
 
 CudaModel::Graph::~Graph() {

@@ -35,6 +35,10 @@ class CudaModel final : public DeviceModel {
   void forward(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                DeviceSampled* sampled) override;
   void copy_blocks(const std::vector<std::pair<int, int>>& src_dst) override;
+  // One new token, its layers recorded: every layer's attention weights, attention and FFN
+  // outputs and residual stream copied back after the layer, each layer timed with events,
+  // then the model's own final norm and head applied to each residual (the logit lens).
+  void inspect(const ForwardBatch& batch, float* logits, StepRecording& out) override;
 
   // y = W x over n_rows tokens (device pointers); public for the benchmarks.
   void matmul(const DeviceMatrix& W, const float* x, int n_rows, float* y);
@@ -77,7 +81,11 @@ class CudaModel final : public DeviceModel {
   AttentionBatch logit_attention_batch(int max_ctx) const;
   // Whether the last layer runs past K/V for the logit rows only (LlamaModel::forward_logit_rows).
   bool trims_last_layer(int n, int nl, const ForwardSeq* rs, int record_layer) const;
-  void enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer, int rec_stride);
+  // With `tap` (the inspector's one-token pass, never captured), every layer's attention is
+  // recorded and its outputs copied to the host as the pass goes.
+  struct Tap;
+  void enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSeq* rs, int record_layer, int rec_stride,
+               Tap* tap = nullptr);
   void capture(uint64_t key, const AttentionBatch& ab, int rows);
   // Addresses of every device buffer a decode step touches: a graph replays only while they
   // are the ones it was captured with.
