@@ -163,8 +163,6 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
     a.rows = W.rows;
     a.nb = W.nb;
     a.gb = W.gb;
-    a.head_bytes = W.head_bytes;
-    a.block_bytes = W.block_bytes;
     a.n_tokens = n_tokens;
     a.y = outs[i].y;
     a.y_stride = W.rows;

@@ -129,7 +129,6 @@ struct PackedArgs {
   int64_t rows = 0;             // valid rows (the last tile may be partial)
   int64_t nb = 0;               // activation blocks per token row, ceil(K / 32)
   int64_t gb = 1;               // blocks per group
-  uint64_t head_bytes = 0, block_bytes = 0;   // a group: head_bytes of scales, gb blocks
   QActs x;
   int64_t n_tokens = 0;
   float* y = nullptr;           // y[t * y_stride + o]
