@@ -118,6 +118,30 @@ void repack_group_other(DType t, const uint8_t* row, int64_t cols, int64_t g, in
       grp[64 + 128 + 16 * j + i] = static_cast<uint8_t>(mn);
     }
   }
+  if (t == DType::Q4_K || t == DType::Q5_K) {
+    // Sub-block jb is the low (jb even) or high nibbles of the 32 bytes at 32 (jb / 2), eight
+    // bytes at a time as full_block_dwords does; Q5_K's fifth bit of element l is bit jb of qh[l].
+    constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
+    const bool five = t == DType::Q5_K;
+    const uint8_t* qh = src + 16;
+    const uint8_t* ql = src + (five ? 48 : 16);
+    for (int64_t jb = 0; jb < gb; ++jb) {
+      uint8_t* blk = blocks + jb * bb;
+      const uint8_t* qs = ql + 32 * (jb / 2);
+      const int shift = (jb & 1) ? 4 : 0;
+      for (int v = 0; v < 4; ++v) {
+        const uint32_t dw = pack8((load8(qs + 8 * v) >> shift) & kLow);
+        std::memcpy(blk + 64 * v + 4 * i, &dw, 4);
+        if (five) {
+          for (int j = 0; j < 4; ++j) {
+            const int lo = (qh[8 * v + j] >> jb) & 1, hi = (qh[8 * v + 4 + j] >> jb) & 1;
+            blk[256 + 4 * i + j] |= static_cast<uint8_t>(lo << v | hi << (4 + v));
+          }
+        }
+      }
+    }
+    return;
+  }
   QBlock qb;
   for (int64_t jb = 0; jb < gb; ++jb) {
     qkernels::unpack_block(t, row, cols, g * gb + jb, &qb);
