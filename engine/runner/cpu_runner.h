@@ -12,8 +12,8 @@ namespace llmwb {
 
 class CpuRunner final : public ModelRunner {
  public:
-  // Prepares every matrix for the CPU kernels (4-bit repacks, float panels) now, layer by layer,
-  // so the first request does not pay for it; `progress` after each layer (false cancels).
+  // Prepares every matrix for the CPU kernels (block-type repacks, float panels) now, layer by
+  // layer, so the first request does not pay for it; `progress` after each layer (false cancels).
   CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
             const RunnerProgress& progress);
   std::string describe() const override;
