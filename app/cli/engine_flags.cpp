@@ -19,7 +19,8 @@ std::string default_model_path() {
 const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
-                                          "tensor-parallel-size", "quantize", "kv-dtype", "tuning"};
+                                          "tensor-parallel-size", "quantize", "kv-dtype", "tuning", "spec",
+                                          "spec-k"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -40,9 +41,50 @@ const char* engine_flags_usage() {
          "  --kv-dtype f32|f16|int8 KV cache elements (f16: half the memory; int8: a scale per token and\n"
          "                          KV head, ~1/4 the memory)\n"
          "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n"
+         "  --spec METHOD           speculative decoding: draft:PATH (a draft model with the same vocabulary),\n"
+         "                          ngram[:MIN:MAX] (prompt lookup, default 1:3), self-int4 (the model's own\n"
+         "                          weights at 4 bits), layers:K (its first K layers); the output is unchanged\n"
+         "  --spec-k K|auto         tokens guessed per step (default auto: adapts per sequence, 1..8)\n"
          "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"
          "                          cuda_graphs, nvtx_layers, device_sampling =on|off (llmwb-cli --help lists\n"
          "                          the LLMWB_* variables that set their defaults); no switch changes a token\n";
+}
+
+SpeculativeConfig speculative_config_from(const std::string& v) {
+  SpeculativeConfig s;
+  auto number = [&](const std::string& text, int lo) {
+    size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(text, &used);
+    } catch (const std::exception&) {
+    }
+    if (text.empty() || used != text.size() || n < lo || n > 4096)
+      throw UsageError("--spec: '" + v + "': '" + text + "' is not a number >= " + std::to_string(lo));
+    return n;
+  };
+  if (v.rfind("draft:", 0) == 0 && v.size() > 6) {
+    s.method = "draft_model";
+    s.model = v.substr(6);
+  } else if (v == "ngram") {
+    s.method = "ngram";
+  } else if (v.rfind("ngram:", 0) == 0) {
+    s.method = "ngram";
+    const std::string rest = v.substr(6);
+    const size_t colon = rest.find(':');
+    if (colon == std::string::npos) throw UsageError("--spec: '" + v + "' is not ngram:MIN:MAX");
+    s.prompt_lookup_min = number(rest.substr(0, colon), 1);
+    s.prompt_lookup_max = number(rest.substr(colon + 1), 1);
+    if (s.prompt_lookup_max < s.prompt_lookup_min) throw UsageError("--spec: '" + v + "': MAX is below MIN");
+  } else if (v == "self-int4") {
+    s.method = "self_int4";
+  } else if (v.rfind("layers:", 0) == 0) {
+    s.method = "layers";
+    s.layers = number(v.substr(7), 1);
+  } else {
+    throw UsageError("--spec: '" + v + "' is not draft:PATH, ngram[:MIN:MAX], self-int4 or layers:K");
+  }
+  return s;
 }
 
 EngineConfig engine_config_from(const Args& a) {
@@ -64,6 +106,12 @@ EngineConfig engine_config_from(const Args& a) {
   const auto& kv = kv_dtypes();
   if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
     throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32, f16 or int8");
+  if (a.has("spec")) c.speculative = speculative_config_from(a.str("spec"));
+  if (a.has("spec-k")) {
+    if (!c.speculative.enabled()) throw UsageError("--spec-k: needs --spec");
+    const std::string k = a.str("spec-k");
+    if (k != "auto") c.speculative.num_speculative_tokens = static_cast<int>(a.integer("spec-k", 0, 1, 64));
+  }
   for (const std::string& t : a.all("tuning")) {
     const size_t eq = t.find('=');
     if (eq == std::string::npos) throw UsageError("--tuning: '" + t + "' is not NAME=VALUE");
