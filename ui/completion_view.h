@@ -28,6 +28,8 @@ class CompletionView : public QWidget {
   QPushButton* generate_button() const { return generate_; }
   QPushButton* stop_button() const { return stop_; }
   TokenChipsView* chips() const { return chips_; }
+  // The statistics line under the buttons (tokens, TTFT, TPOT, speculation's acceptance).
+  QString stats_text() const;
   QString output_text() const;
   bool is_generating() const { return ticket_ != 0; }
   int generated_tokens() const { return generated_tokens_; }

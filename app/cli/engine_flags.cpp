@@ -51,40 +51,14 @@ const char* engine_flags_usage() {
 }
 
 SpeculativeConfig speculative_config_from(const std::string& v) {
-  SpeculativeConfig s;
-  auto number = [&](const std::string& text, int lo) {
-    size_t used = 0;
-    int n = -1;
-    try {
-      n = std::stoi(text, &used);
-    } catch (const std::exception&) {
-    }
-    if (text.empty() || used != text.size() || n < lo || n > 4096)
-      throw UsageError("--spec: '" + v + "': '" + text + "' is not a number >= " + std::to_string(lo));
-    return n;
-  };
-  if (v.rfind("draft:", 0) == 0 && v.size() > 6) {
-    s.method = "draft_model";
-    s.model = v.substr(6);
-  } else if (v == "ngram") {
-    s.method = "ngram";
-  } else if (v.rfind("ngram:", 0) == 0) {
-    s.method = "ngram";
-    const std::string rest = v.substr(6);
-    const size_t colon = rest.find(':');
-    if (colon == std::string::npos) throw UsageError("--spec: '" + v + "' is not ngram:MIN:MAX");
-    s.prompt_lookup_min = number(rest.substr(0, colon), 1);
-    s.prompt_lookup_max = number(rest.substr(colon + 1), 1);
-    if (s.prompt_lookup_max < s.prompt_lookup_min) throw UsageError("--spec: '" + v + "': MAX is below MIN");
-  } else if (v == "self-int4") {
-    s.method = "self_int4";
-  } else if (v.rfind("layers:", 0) == 0) {
-    s.method = "layers";
-    s.layers = number(v.substr(7), 1);
-  } else {
-    throw UsageError("--spec: '" + v + "' is not draft:PATH, ngram[:MIN:MAX], self-int4 or layers:K");
+  try {
+    return parse_speculative(v);
+  } catch (const Error& e) {
+    // "speculative: 'x' is not ..." -> "--spec: 'x' is not ..."
+    const std::string what = e.what();
+    const size_t colon = what.find(": ");
+    throw UsageError("--spec: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
-  return s;
 }
 
 EngineConfig engine_config_from(const Args& a) {
@@ -106,7 +80,10 @@ EngineConfig engine_config_from(const Args& a) {
   const auto& kv = kv_dtypes();
   if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
     throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32, f16 or int8");
-  if (a.has("spec")) c.speculative = speculative_config_from(a.str("spec"));
+  if (a.has("spec")) {
+    c.speculative = speculative_config_from(a.str("spec"));
+    if (!c.speculative.enabled()) throw UsageError("--spec: 'off' needs no flag; leave --spec out");
+  }
   if (a.has("spec-k")) {
     if (!c.speculative.enabled()) throw UsageError("--spec-k: needs --spec");
     const std::string k = a.str("spec-k");

@@ -15,7 +15,7 @@ cli_test(serve_bench_spec_json "\"method\": \"self_int4\""
   --spec self-int4 --json)
 cli_error_test(generate_bad_spec "--spec: 'medusa' is not draft:PATH, ngram\\[:MIN:MAX\\], self-int4 or layers:K"
   ${CLI} generate --spec medusa)
-cli_error_test(generate_bad_spec_ngram "--spec: 'ngram:3:1': MAX is below MIN" ${CLI} generate --spec ngram:3:1)
+cli_error_test(generate_bad_spec_ngram "--spec: 'ngram:3:1' has MAX below MIN" ${CLI} generate --spec ngram:3:1)
 cli_error_test(generate_spec_k_without_spec "--spec-k: needs --spec" ${CLI} generate --spec-k 3)
 cli_error_test(bench_bad_spec_k "--spec-k" ${CLI} bench --spec ngram --spec-k many)
 cli_error_test(generate_spec_too_many_layers "speculative.layers: 9 is not fewer than the target's 5 layers"

@@ -205,6 +205,21 @@ TEST(SpeculativeDecoding, StopStringsAndLengthApplyTokenByTokenToAcceptedGuesses
   EXPECT_GT(spec.telemetry().speculative_total.mean_acceptance_length(), 3.0);
 }
 
+TEST(SpeculativeDecoding, RepetitionPenaltySeesAcceptedGuessesAsPlainDecodingSeesItsTokens) {
+  for (const char* method : {"ngram", "self_int4"}) {
+    SCOPED_TRACE(method);
+    Engine plain(stories());
+    std::vector<Job> jobs = story_jobs(plain, 6);
+    for (Job& j : jobs) j.params.repetition_penalty = 1.3f;
+    const std::vector<int> arrival = staggered(jobs.size());
+    const Outcome want = run_staggered(plain, jobs, arrival);
+    Engine e(with_spec(stories(), method, 4));
+    const Outcome got = run_staggered(e, jobs, arrival);
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(got.tokens[i], want.tokens[i]) << "request " << i;
+    EXPECT_GT(e.telemetry().speculative_total.accepted, 0u);
+  }
+}
+
 TEST(SpeculativeDecoding, AcceptedGuessesAreMarkedAndCountedPerRequest) {
   Engine e(with_spec(stories(), "draft_model", 4));
   const std::vector<Job> jobs = story_jobs(e, 1);

@@ -32,6 +32,10 @@ struct SpeculativeConfig {
 
 // The speculative methods SpeculativeConfig::method accepts besides "".
 const std::vector<std::string>& speculative_methods();
+// The short form front ends take (llmwb-cli --spec, the GUI's settings and experiments):
+// "" or "off", "draft:PATH", "ngram" or "ngram:MIN:MAX", "self-int4", "layers:K"; with `k`
+// tokens per step (0 = adaptive). Throws llmwb::Error("speculative", ...) for anything else.
+SpeculativeConfig parse_speculative(const std::string& value, int k = 0);
 
 struct EngineConfig {
   std::string model;                 // GGUF file, Hugging Face folder, or llama2.c .bin
