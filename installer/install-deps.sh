@@ -13,6 +13,7 @@ PKGS=(
   libgtest-dev
   clang libclang-rt-14-dev
   xvfb xauth
+  desktop-file-utils appstream
   fonts-dejavu-core
   time
 )

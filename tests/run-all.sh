@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds
 # (Release, with the GUI and, where the toolkit exists, the CUDA kernels), runs every CTest test
-# (engine, CLI, GUI offscreen; GPU tests skip without a GPU), then the GPU tests on the CPU's
+# (engine, CLI, GUI offscreen; GPU tests skip without a GPU), then the .deb built from that
+# build, installed, run and purged (tests/package), then the GPU tests on the CPU's
 # CUDA emulator (tests/cuda_emu), then the engine tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then the GGUF / safetensors fuzzers for a
 # bounded time (LLMWB_FUZZ_SECONDS per target, default 60, the targets side by side). Each
@@ -87,6 +88,15 @@ stage "Tests (Release)"
 run_ctest build --timeout 1200
 
 if [[ -z "${LLMWB_QUICK:-}" ]]; then
+  # The .deb from the Release build folder, installed, run and purged as a user would
+  # (tests/package/check-package.sh; it skips, saying why, unless root or LLMWB_PACKAGE_TEST=1).
+  stage "Package: build, install, run, remove the .deb"
+  log=$(mktemp)
+  bash tests/package/check-package.sh build 2>&1 | tee "$log"
+  n=$(sed -n 's/^check-package: \([0-9]*\) checks passed$/\1/p' "$log" | tail -1)
+  passed=$((passed + ${n:-0}))
+  rm -f "$log"
+
   # The CUDA backend (kernels, CudaModel, graphs, cuBLAS calls) on the CPU emulator: the gpu
   # tests run for real where no GPU exists (tests/cuda_emu; needs only the toolkit's headers).
   emu=OFF

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "llmwb/chat_template.h"
 #include "llmwb/sampling_params.h"
@@ -17,6 +18,9 @@ struct GenerationRequest {
   // assigned a request id (the worker maps tickets to engine ids).
   quint64 ticket = 0;
   std::string prompt;  // a text prompt; the engine adds BOS (the rendered text, for a chat)
+  // Token ids instead of a text prompt when not empty (a fork from the token inspector: the
+  // context of a step plus the candidate chosen there).
+  std::vector<int> prompt_ids;
   SamplingParams params;
   // A chat turn: the conversation as the chat template rendered it. The worker sends it through
   // add_chat_request (llmwb/chat_prompt.h): control tokens only from the template, message

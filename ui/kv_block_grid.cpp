@@ -2,8 +2,10 @@
 
 #include <QHelpEvent>
 #include <QPainter>
+#include <QPen>
 #include <QToolTip>
 
+#include <algorithm>
 #include <cmath>
 
 #include "chart_style.h"
@@ -61,10 +63,29 @@ int KvBlockGrid::block_at(QPoint pos) const {
   return index < int(blocks_.size()) ? index : -1;
 }
 
+void KvBlockGrid::set_paused_owners(const std::vector<int64_t>& owners) {
+  if (owners == paused_owners_) return;
+  paused_owners_ = owners;
+  update();
+}
+
+void KvBlockGrid::set_highlighted(const std::vector<int>& blocks) {
+  if (blocks == highlighted_) return;
+  highlighted_ = blocks;
+  update();
+}
+
+bool KvBlockGrid::is_paused_owner(int64_t owner) const {
+  return std::find(paused_owners_.begin(), paused_owners_.end(), owner) != paused_owners_.end();
+}
+
 QString KvBlockGrid::describe_block(int index) const {
   if (index < 0 || index >= int(blocks_.size())) return {};
   const BlockState& b = blocks_[size_t(index)];
-  const QString owner = b.owner >= 0 ? QString("request %1").arg(b.owner) : QString("none");
+  QString owner = b.owner >= 0 ? QString("request %1").arg(b.owner) : QString("none");
+  if (b.owner >= 0 && is_paused_owner(b.owner)) owner += " (paused)";
+  if (std::find(highlighted_.begin(), highlighted_.end(), index) != highlighted_.end())
+    owner += "\nread by the step the token inspector shows";
   const QString state = (b.ref_count > 0 || b.owner >= 0) ? (b.cached ? "in use, cached" : "in use")
                         : b.cached                       ? "cached (reusable prefix)"
                                                          : "free";
@@ -118,10 +139,17 @@ void KvBlockGrid::paintEvent(QPaintEvent*) {
       const double share = block_size_ > 0 ? std::clamp(double(b.filled) / block_size_, 0.0, 1.0) : 1.0;
       const int h = int(std::round(r.height() * share));
       p.fillRect(QRect(r.left(), r.bottom() - h + 1, r.width(), h), c);
+      if (b.owner >= 0 && is_paused_owner(b.owner)) p.fillRect(r, QBrush(pal.color(QPalette::Base), Qt::Dense5Pattern));
     } else {
       p.fillRect(r, QBrush(cached, Qt::BDiagPattern));
     }
   }
+  // The blocks the inspected step read.
+  p.setBrush(Qt::NoBrush);
+  p.setPen(QPen(pal.color(QPalette::Highlight), 2));
+  for (int i : highlighted_)
+    if (i >= 0 && i < int(blocks_.size()))
+      p.drawRect((i % g.columns) * g.cell, (i / g.columns) * g.cell, g.cell - 1, g.cell - 1);
   if (blocks_.empty()) {
     p.setPen(pal.color(QPalette::PlaceholderText));
     p.drawText(rect(), Qt::AlignCenter, tr("No model loaded: the KV block pool appears here."));

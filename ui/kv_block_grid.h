@@ -6,6 +6,7 @@
 #include <QPixmap>
 #include <QWidget>
 
+#include <cstdint>
 #include <vector>
 
 #include "llmwb/telemetry.h"
@@ -24,6 +25,12 @@ class KvBlockGrid : public QWidget {
 
   // Takes the new states; the owner repaints (at its own pace). Returns whether anything changed.
   bool set_blocks(const std::vector<BlockState>& blocks, int block_size);
+  // Requests held by Engine::pause: their blocks are drawn crossed out (they stay allocated).
+  void set_paused_owners(const std::vector<int64_t>& owners);
+  // Blocks outlined: the ones a step the token inspector shows read.
+  void set_highlighted(const std::vector<int>& blocks);
+  const std::vector<int>& highlighted() const { return highlighted_; }
+  bool is_paused_owner(int64_t owner) const;
   // What the grid draws, counted from the cells themselves (tests compare it with the engine).
   Counts counts() const { return counts_; }
   int block_count() const { return int(blocks_.size()); }
@@ -46,6 +53,8 @@ class KvBlockGrid : public QWidget {
   const QPixmap& background(const Geometry& g);
 
   std::vector<BlockState> blocks_;
+  std::vector<int64_t> paused_owners_;
+  std::vector<int> highlighted_;
   int block_size_ = 0;
   Counts counts_;
   QPixmap background_;

@@ -124,10 +124,14 @@ void KvBlockMap::show_snapshot() {
   latest_shown_ = true;
   const StepTelemetry& t = *latest_;
   grid_->set_blocks(t.blocks, t.block_size);
+  std::vector<int64_t> paused;
+  for (const SequenceTelemetry& s : t.sequences)
+    if (s.state == "paused") paused.push_back(int64_t(s.request_id));
+  grid_->set_paused_owners(paused);
   const KvBlockGrid::Counts c = grid_->counts();
   const double fill = t.slots_allocated ? 100.0 * double(t.slots_filled) / double(t.slots_allocated) : 0.0;
   legend_->setText(tr("%1 blocks of %2 tokens (%3 MiB %9)   ■ in use %4   ▨ cached %5   □ free %6   "
-                      "slots filled %7%   sequences %8")
+                      "slots filled %7%   sequences %8%10")
                        .arg(t.blocks_total)
                        .arg(t.block_size)
                        .arg(double(t.kv_bytes_total) / (1024.0 * 1024.0), 0, 'f', 1)
@@ -136,7 +140,8 @@ void KvBlockMap::show_snapshot() {
                        .arg(c.free)
                        .arg(fill, 0, 'f', 0)
                        .arg(t.sequences.size())
-                       .arg(QString::fromStdString(t.kv_dtype)));
+                       .arg(QString::fromStdString(t.kv_dtype))
+                       .arg(paused.empty() ? QString() : tr(" (%1 paused, blocks crossed)").arg(paused.size())));
 }
 
 bool KvBlockMap::update_ranges() {

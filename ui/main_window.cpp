@@ -22,6 +22,7 @@
 #include "completion_view.h"
 #include "experiments_view.h"
 #include "kv_block_map.h"
+#include "llmwb/build_info.h"
 #include "llmwb/chat_template.h"
 #include "message_banner.h"
 #include "model_info_panel.h"
@@ -166,7 +167,8 @@ void MainWindow::build_menus() {
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About LLM Workbench"),
                        tr("<b>LLM Workbench</b><br/>Run local language models and watch the engine work: "
-                          "throughput, KV cache blocks, attention and the step timeline."));
+                          "throughput, KV cache blocks, attention and the step timeline.") +
+                           "<pre>" + QString::fromStdString(build_info_text()).toHtmlEscaped() + "</pre>");
   });
 }
 

@@ -7,6 +7,7 @@ void register_meta_types() {
   qRegisterMetaType<llmwb::ModelInfo>();
   qRegisterMetaType<llmwb::QuantReportOptions>();
   qRegisterMetaType<llmwb::QuantReport>();
+  qRegisterMetaType<llmwb::StepInspection>();
   qRegisterMetaType<GenerationRequest>();
   qRegisterMetaType<TokenDelta>();
   qRegisterMetaType<TelemetryFrame>();

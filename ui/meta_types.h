@@ -11,6 +11,7 @@
 #include "llmwb/engine_config.h"
 #include "llmwb/model_info.h"
 #include "llmwb/quant_report.h"
+#include "step_inspection_meta.h"
 #include "telemetry_frame.h"
 #include "token_delta.h"
 

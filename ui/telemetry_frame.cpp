@@ -20,6 +20,7 @@ StepRecord StepRecord::from(const StepTelemetry& t) {
   r.num_decode_seqs = t.num_decode_seqs;
   r.num_running = t.num_running;
   r.num_waiting = t.num_waiting;
+  r.num_paused = t.num_paused;
   r.blocks_used = t.blocks_used;
   r.blocks_cached = t.blocks_cached;
   r.blocks_total = t.blocks_total;

@@ -26,6 +26,7 @@ struct StepRecord {
   int num_prefill_tokens = 0, num_decode_tokens = 0;
   int num_prefill_seqs = 0, num_decode_seqs = 0;
   int num_running = 0, num_waiting = 0;
+  int num_paused = 0;
   int blocks_used = 0, blocks_cached = 0, blocks_total = 0;
 
   static StepRecord from(const StepTelemetry& t);

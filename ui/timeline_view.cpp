@@ -46,8 +46,14 @@ TimelineView::TimelineView(QWidget* parent)
   decode_bars_->setBrush(series_color(0));
   decode_bars_->setPen(Qt::NoPen);
   decode_bars_->moveAbove(prefill_bars_);
+  paused_bars_ = new QCPBars(batch_->xAxis, batch_->yAxis);
+  paused_bars_->setName(tr("paused sequences (held, KV kept)"));
+  paused_bars_->setBrush(QBrush(series_color(3), Qt::BDiagPattern));
+  paused_bars_->setPen(QPen(series_color(3)));
+  paused_bars_->moveAbove(decode_bars_);
   prefill_bars_->setLayer(batch_->live_layer());
   decode_bars_->setLayer(batch_->live_layer());
+  paused_bars_->setLayer(batch_->live_layer());
   batch_->xAxis->setLabel(tr("steps before the newest"));
   batch_->yAxis->setLabel(tr("tokens"));
   use_integer_ticks(batch_->yAxis);
@@ -105,7 +111,7 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
 
 void TimelineView::draw() {
   bool gantt_changed = false;
-  QVector<double> keys, prefill, decode, spec_keys, spec_lengths;
+  QVector<double> keys, prefill, decode, paused, spec_keys, spec_lengths;
   size_t used_bars = 0;
   if (!steps_.empty()) {
     const double end = steps_.back().time;
@@ -153,6 +159,7 @@ void TimelineView::draw() {
         spec_keys << keys.back();
         spec_lengths << 1.0 + double(s.spec_accepted) / s.spec_drafts;
       }
+      paused << s.num_paused;
     }
     const double span_ms = nice_ceiling(std::abs(earliest) * 1.02);
     gantt_changed = set_axis_range(gantt_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
@@ -163,8 +170,9 @@ void TimelineView::draw() {
   for (size_t i = used_bars; i < bars_.size(); ++i) bars_[i]->setVisible(false);
   prefill_bars_->setData(keys, prefill, true);
   decode_bars_->setData(keys, decode, true);
+  paused_bars_->setData(keys, paused, true);
   double top = 1.0;
-  for (int i = 0; i < keys.size(); ++i) top = std::max(top, prefill[i] + decode[i]);
+  for (int i = 0; i < keys.size(); ++i) top = std::max(top, prefill[i] + decode[i] + paused[i]);
   batch_changed |= set_axis_range(batch_->yAxis, QCPRange(0, nice_ceiling(top * 1.15)));
   const double width = keys.size() > 1 ? 0.8 : 0.5;
   prefill_bars_->setWidth(width);
@@ -187,6 +195,7 @@ void TimelineView::draw() {
     spec_->xAxis->setLabel(spec_caption_);
     spec_changed = true;
   }
+  paused_bars_->setWidth(width);
   gantt_->redraw(gantt_changed || replot_all_, gantt_->axisRect()->rect());
   batch_->redraw(batch_changed || replot_all_, batch_->axisRect()->rect());
   spec_->redraw(spec_changed || replot_all_, spec_->axisRect()->rect());

@@ -56,6 +56,7 @@ class TimelineView : public LiveView {
   QCPGraph* mean_length_;      // per step, on the right axis
   std::vector<double> acceptance_at_;
   QString spec_caption_;
+  QCPBars* paused_bars_;   // sequences held by the token inspector's Pause
   std::deque<StepRecord> steps_;
   std::vector<QCPItemRect*> bars_;  // reused frame to frame: creating items is costly
 };

@@ -2,7 +2,9 @@
 
 #include <QEvent>
 #include <QHelpEvent>
+#include <QMouseEvent>
 #include <QPainter>
+#include <QPen>
 #include <QPaintEvent>
 #include <QScrollBar>
 #include <QToolTip>
@@ -46,6 +48,7 @@ void TokenChipsView::set_vocabulary(const QStringList& vocabulary) {
 void TokenChipsView::clear() {
   chips_.clear();
   draft_chips_ = 0;
+  selected_ = -1;
   next_x_ = next_y_ = kSpacing;
   update_scroll_range();
   verticalScrollBar()->setValue(0);
@@ -170,7 +173,29 @@ bool TokenChipsView::viewportEvent(QEvent* event) {
     else QToolTip::hideText();
     return true;
   }
+  if (event->type() == QEvent::MouseButtonPress) {
+    const int chip = chip_at(static_cast<QMouseEvent*>(event)->pos());
+    if (chip >= 0) {
+      set_selected(chip);
+      emit chip_clicked(chip);
+      return true;
+    }
+  }
   return QAbstractScrollArea::viewportEvent(event);
+}
+
+void TokenChipsView::set_selected(int chip) {
+  if (chip == selected_) return;
+  const QRect old = chip_rect(selected_);
+  selected_ = chip >= 0 && chip < chip_count() ? chip : -1;
+  viewport()->update(old.adjusted(-2, -2, 2, 2));
+  // Scrolled into view when it is outside.
+  if (selected_ >= 0) {
+    const QRect r = chip_rect(selected_);
+    if (r.top() < 0 || r.bottom() > viewport()->height())
+      verticalScrollBar()->setValue(chips_[size_t(selected_)].y - viewport()->height() / 2);
+  }
+  viewport()->update(chip_rect(selected_).adjusted(-2, -2, 2, 2));
 }
 
 void TokenChipsView::paintEvent(QPaintEvent* event) {
@@ -196,6 +221,13 @@ void TokenChipsView::paintEvent(QPaintEvent* event) {
     }
     p.drawStaticText(r.x() + kPadX, r.y() + kPadY, piece(it->id).text);
     if (it->from_draft) p.fillRect(QRect(r.left(), r.bottom() - kDraftBar + 1, r.width(), kDraftBar), QColor::fromRgb(kDraftColor));
+  }
+  // The chip open in the token inspector.
+  const QRect sel = chip_rect(selected_);
+  if (!sel.isEmpty() && sel.intersects(area)) {
+    p.setPen(QPen(palette().color(QPalette::Highlight), 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(sel.adjusted(1, 1, -1, -1));
   }
 }
 

@@ -49,6 +49,13 @@ class TokenChipsView : public QAbstractScrollArea {
   // Full re-flows of all chips (width changes only; appending never re-flows): tests check
   // that streaming tokens costs no whole-view layout.
   long reflow_count() const { return reflows_; }
+  // The chip outlined as selected (the token inspector's), -1 for none.
+  int selected() const { return selected_; }
+  void set_selected(int chip);
+
+ signals:
+  // A chip was clicked (the token inspector opens its step).
+  void chip_clicked(int chip);
 
  protected:
   bool viewportEvent(QEvent* event) override;
@@ -58,6 +65,7 @@ class TokenChipsView : public QAbstractScrollArea {
   void scrollContentsBy(int dx, int dy) override;
 
  private:
+  int selected_ = -1;
   struct Chip {
     int id = 0;
     float prob = 0.0f;

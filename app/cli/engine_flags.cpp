@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "llmwb/default_model.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 
@@ -11,9 +12,11 @@ namespace llmwb::cli {
 
 std::string default_model_path() {
   if (const char* env = std::getenv("LLMWB_MODEL"); env && *env) return env;
+  if (std::string found = find_default_model(); !found.empty()) return found;
+  // A build tree moved away from its sources, run from the checkout or beside it.
   for (const char* rel : {"../shared/models/stories260K/stories260K.gguf", "shared/models/stories260K/stories260K.gguf"})
     if (std::filesystem::exists(rel)) return rel;
-  return LLMWB_DEFAULT_MODEL;
+  return default_model_locations().front();  // the load error then names the installed location
 }
 
 const std::vector<std::string>& engine_value_flags() {

@@ -18,7 +18,7 @@ namespace llmwb::cli {
 const std::vector<std::string>& engine_value_flags();
 const std::vector<std::string>& engine_bool_flags();
 const char* engine_flags_usage();
-// --model (default: stories260K beside the repo), --tokenizer, --threads, --backend, --block-size,
+// --model (default: LLMWB_MODEL, else the stories260K demo, see llmwb/default_model.h), --tokenizer, --threads, --backend, --block-size,
 // --kv-memory, --max-num-seqs, --max-batched-tokens, --no-prefix-cache, --max-model-len, ...
 EngineConfig engine_config_from(const Args& a);
 // --spec's value: draft:PATH, ngram[:MIN:MAX], self-int4 or layers:K (UsageError otherwise).

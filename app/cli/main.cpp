@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "llmwb/build_info.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
 
@@ -42,7 +43,8 @@ static int finish_stdout(const char* command, int rc) {
 }
 
 static void print_help() {
-  std::printf("usage: llmwb-cli COMMAND [flags]   (llmwb-cli COMMAND --help for its flags)\n\ncommands:\n");
+  std::printf("usage: llmwb-cli COMMAND [flags]   (llmwb-cli COMMAND --help for its flags)\n"
+              "       llmwb-cli --version         version, commit and build options\n\ncommands:\n");
   for (const auto& c : commands()) std::printf("  %-12s %s\n", c.name, c.summary);
   std::printf("\nenvironment (defaults of the engine's tuning switches, --tuning NAME=VALUE overrides;\n"
               "none changes a token):\n%s", llmwb::TuningConfig::environment_help().c_str());
@@ -52,6 +54,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
     return finish_stdout(nullptr, argc < 2 ? 2 : 0);
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::fputs(llmwb::build_info_text().c_str(), stdout);
+    return finish_stdout(nullptr, 0);
   }
   const std::string name = argv[1];
   for (const auto& c : commands()) {

@@ -30,6 +30,7 @@ void EngineWorker::cancel_quant_report() { cancel_quant_ = true; }
 void EngineWorker::load_model(const EngineConfig& config, quint64 ticket) {
   fail_all("the model was unloaded");
   engine_.reset();  // free the old weights and KV pool before mapping the new ones
+  finished_.clear();
   mailbox_.drop_telemetry();
   QElapsedTimer since_report;
   since_report.start();
@@ -72,9 +73,11 @@ void EngineWorker::submit(const ui::GenerationRequest& request) {
   if (!engine_) return post_failure(request.ticket, "no model is loaded");
   Active a;
   a.ticket = request.ticket;
+  a.params = request.params;
   try {
-    a.request_id = request.chat ? add_chat_request(*engine_, *request.chat, request.chat_format, request.params)
-                                : engine_->add_request(request.prompt, request.params);
+    a.request_id = request.chat                   ? add_chat_request(*engine_, *request.chat, request.chat_format, request.params)
+                   : !request.prompt_ids.empty() ? engine_->add_request_tokens(request.prompt_ids, request.params)
+                                                 : engine_->add_request(request.prompt, request.params);
   } catch (const std::exception& e) {
     return post_failure(request.ticket, e.what());
   }
@@ -104,6 +107,52 @@ void EngineWorker::abort(quint64 ticket) {
   mailbox_.post(std::move(mail), true);
 }
 
+void EngineWorker::pause_generation(quint64 ticket) {
+  auto it = active_.find(ticket);
+  if (it == active_.end() || !engine_) return;
+  engine_->pause(it->second.request_id);
+  emit generation_paused(ticket, true);
+  schedule_step();   // reports the pause; the others run on
+}
+
+void EngineWorker::step_generation(quint64 ticket) {
+  auto it = active_.find(ticket);
+  if (it == active_.end() || !engine_) return;
+  engine_->step_request(it->second.request_id);
+  schedule_step();
+}
+
+void EngineWorker::resume_generation(quint64 ticket) {
+  auto it = active_.find(ticket);
+  if (it == active_.end() || !engine_) return;
+  engine_->resume(it->second.request_id);
+  emit generation_paused(ticket, false);
+  schedule_step();
+}
+
+void EngineWorker::inspect_token(quint64 ticket, int index) {
+  auto it = active_.find(ticket);
+  const Active* a = it != active_.end() ? &it->second : nullptr;
+  if (!a) {
+    auto f = finished_.find(ticket);
+    if (f != finished_.end()) a = &f->second;
+  }
+  if (!engine_ || !a || index < 0 || index >= static_cast<int>(a->token_ids.size()))
+    return emit inspect_failed(ticket, index, tr("that token's generation is no longer kept"));
+  InspectStepRequest q;
+  q.context = a->prompt_ids;
+  q.context.insert(q.context.end(), a->token_ids.begin(), a->token_ids.begin() + index);
+  q.params = a->params;
+  q.seed = a->seed;
+  q.draws_before = a->params.temperature > 0.f ? index : 0;
+  try {
+    StepInspection s = engine_->inspect_step(q);
+    emit step_inspected(ticket, index, s);
+  } catch (const std::exception& e) {
+    emit inspect_failed(ticket, index, QString::fromStdString(e.what()));
+  }
+}
+
 void EngineWorker::set_attention_capture(bool on, int layer, int max_queries) {
   if (on) capture_ = AttentionCaptureRequest{layer, max_queries};
   else capture_.reset();
@@ -113,7 +162,7 @@ void EngineWorker::set_attention_capture(bool on, int layer, int max_queries) {
 void EngineWorker::set_step_delay(int milliseconds) { step_delay_ms_ = std::max(0, milliseconds); }
 
 void EngineWorker::schedule_step() {
-  if (step_posted_ || !engine_ || !engine_->has_unfinished()) return;
+  if (step_posted_ || !engine_ || !engine_->has_runnable()) return;
   step_posted_ = true;
   if (step_delay_ms_ > 0)
     QTimer::singleShot(step_delay_ms_, this, &EngineWorker::run_steps);
@@ -142,7 +191,7 @@ void EngineWorker::run_steps() {
 }
 
 bool EngineWorker::run_step() {
-  if (!engine_ || !engine_->has_unfinished()) return false;
+  if (!engine_ || !engine_->has_runnable()) return false;
   StepObserver* const observer = step_observer();
   if (observer) observer->step_started();
   int step_tokens = 0, step_context = 0;
@@ -169,10 +218,15 @@ bool EngineWorker::run_step() {
       step_context = std::max(step_context, d.num_prompt_tokens + d.num_output_tokens);
     }
     urgent = urgent || first_token || d.finished;
-    if (d.finished) active_.erase(it);
+    if (d.finished) {
+      // Kept a while for the inspector (the last 16 generations).
+      finished_[it->first] = std::move(it->second);
+      if (finished_.size() > 16) finished_.erase(finished_.begin());
+      active_.erase(it);
+    }
     if (d.finished || !d.token_ids.empty() || !d.text.empty()) mail.deltas.push_back(std::move(d));
   }
-  const bool idle = !engine_->has_unfinished();
+  const bool idle = !engine_->has_runnable();
   urgent = urgent || idle;
   mail.latest = snapshot(urgent);
   // Recorded before the post: a finish the reader receives comes after its last sample.
@@ -185,8 +239,11 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
   ui::TokenDelta d;
   d.ticket = a.ticket;
   a.num_prompt_tokens = int(out.prompt_token_ids.size());
+  if (a.prompt_ids.empty()) a.prompt_ids = out.prompt_token_ids;
   if (!out.outputs.empty()) {
     const CompletionOutput& c = out.outputs[0];
+    a.token_ids = c.token_ids;
+    a.seed = c.seed;
     for (size_t i = a.tokens_seen; i < c.token_ids.size(); ++i) {
       d.token_ids.push_back(c.token_ids[i]);
       d.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);

@@ -52,6 +52,14 @@ class EngineWorker : public QObject {
   void unload_model();
   void submit(const llmwb::ui::GenerationRequest& request);
   void abort(quint64 ticket);
+  // The token inspector: hold a generation (its KV blocks stay), let it make one more token,
+  // let it run again.
+  void pause_generation(quint64 ticket);
+  void step_generation(quint64 ticket);
+  void resume_generation(quint64 ticket);
+  // Records the step that produced generated token `index` of generation `ticket` (running,
+  // paused or one of the last finished ones): step_inspected or inspect_failed answers.
+  void inspect_token(quint64 ticket, int index);
   // Attention weights are captured only while a view shows them (capture costs a copy per step).
   void set_attention_capture(bool on, int layer, int max_queries);
   // Slow motion for watching the engine work: a pause between steps (0 = none). The event
@@ -75,6 +83,9 @@ class EngineWorker : public QObject {
   void quant_progress(double fraction, const QString& what);
   void quant_report_ready(const llmwb::QuantReport& report);
   void quant_report_failed(const QString& error, bool cancelled);
+  void generation_paused(quint64 ticket, bool paused);
+  void step_inspected(quint64 ticket, int index, const llmwb::StepInspection& inspection);
+  void inspect_failed(quint64 ticket, int index, const QString& error);
 
  private:
   struct Active {
@@ -85,6 +96,10 @@ class EngineWorker : public QObject {
     int num_prompt_tokens = 0;
     double time_to_first_token = 0.0, total_time = 0.0;  // as last reported
     bool first_sent = false;
+    // What the token inspector needs to record any of its steps again.
+    std::vector<int> prompt_ids, token_ids;
+    SamplingParams params;
+    uint64_t seed = 0;
   };
 
   // Longest run of back-to-back steps between two turns of the worker's event loop.
@@ -113,6 +128,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<Engine> engine_;
   EngineConfig config_;
   std::map<quint64, Active> active_;  // by ticket
+  std::map<quint64, Active> finished_;  // the last few finished generations, for the inspector
   bool step_posted_ = false;
   int step_delay_ms_ = 0;
   std::optional<AttentionCaptureRequest> capture_;

@@ -1,58 +1,49 @@
 // llmwb — the LLM Workbench desktop application.
 //
 //   llmwb [MODEL] [--model PATH] [--tokenizer PATH] [--screenshot-dir DIR]
+//   llmwb --smoke-test [--model PATH]
+//   llmwb --version
 //   llmwb --bench-gui N [--bench-view NAME] [--bench-headless] [--threads T] [--max-tokens M] [MODEL]
 //   llmwb --bench-gui N --bench-ab [--bench-phase-ms MS] [--bench-settle-ms MS] [...] [MODEL]
 //
-// Without a model argument it opens the bundled default (stories260K) when one can be found.
+// Without a model argument it opens the demo model (stories260K) when one can be found: the
+// installed copy first (llmwb/default_model.h).
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QDir>
-#include <QFileInfo>
 #include <QTimer>
 
 #include <cstring>
 
 #include "bench_mode.h"
+#include "llmwb/build_info.h"
+#include "llmwb/default_model.h"
 #include "screenshot_mode.h"
+#include "smoke_mode.h"
 #include "theme.h"
 #include "workbench.h"
-
-namespace {
-
-// The default model: beside an installed binary first, then the source tree's shared/ folder
-// (LLMWB_DEFAULT_MODEL, set by CMake). Empty when none exists: the window opens empty.
-QString default_model() {
-  const QString app_dir = QCoreApplication::applicationDirPath();
-  const QStringList candidates = {
-      app_dir + "/../share/llmwb/models/stories260K/stories260K.gguf",
-      app_dir + "/models/stories260K/stories260K.gguf",
-#ifdef LLMWB_DEFAULT_MODEL
-      QStringLiteral(LLMWB_DEFAULT_MODEL),
-#endif
-  };
-  for (const QString& c : candidates)
-    if (QFileInfo(c).isFile()) return QFileInfo(c).absoluteFilePath();
-  return {};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // The headless benchmark opens no window: it must not need (or be disturbed by) a display.
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--bench-headless") == 0) qputenv("QT_QPA_PLATFORM", "offscreen");
+  // --version needs no display either: answered before Qt looks for one.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-v") == 0) {
+      fputs(llmwb::build_info_text().c_str(), stdout);
+      return 0;
+    }
   QApplication app(argc, argv);
   QApplication::setOrganizationName("llmwb");
   QApplication::setApplicationName("llmwb");
   QApplication::setApplicationDisplayName("LLM Workbench");
-  QApplication::setApplicationVersion("0.1.0");
+  QApplication::setApplicationVersion(QString::fromStdString(llmwb::build_info().version));
   QApplication::setDesktopFileName("llmwb");
 
   QCommandLineParser parser;
   parser.setApplicationDescription("Run local language models and watch the inference engine work.");
   parser.addHelpOption();
-  parser.addVersionOption();
+  QCommandLineOption version_opt(QStringList{"v", "version"}, "Version, commit and build options (read before this).");
+  parser.addOption(version_opt);
   QCommandLineOption model_opt("model", "Model to open: GGUF file, Hugging Face folder or llama2.c .bin.", "PATH");
   QCommandLineOption tokenizer_opt("tokenizer", "Tokenizer for a llama2.c .bin (.bin or .model).", "PATH");
   QCommandLineOption shots_opt("screenshot-dir",
@@ -86,6 +77,10 @@ int main(int argc, char** argv) {
   parser.addOption(theme_opt);
   parser.addOption(tokenizer_opt);
   parser.addOption(shots_opt);
+  QCommandLineOption smoke_opt("smoke-test",
+                               "Open the model (default: the demo), generate a few tokens, render every view once "
+                               "and exit: 0 when all worked, 1 with the reason on stderr.");
+  parser.addOption(smoke_opt);
   for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &bench_shot_opt, &bench_ab_opt,
                         &bench_phase_opt, &bench_settle_opt, &threads_opt, &max_tokens_opt})
     parser.addOption(*o);
@@ -98,7 +93,7 @@ int main(int argc, char** argv) {
 
   if (parser.isSet(bench_opt)) {
     llmwb::gui::BenchOptions o;
-    o.model = model.isEmpty() ? default_model() : model;
+    o.model = model.isEmpty() ? QString::fromStdString(llmwb::find_default_model()) : model;
     o.tokenizer = tokenizer;
     o.view = parser.value(bench_view_opt);
     o.count_paints = parser.isSet(bench_paints_opt);
@@ -140,8 +135,19 @@ int main(int argc, char** argv) {
 
   llmwb::gui::Workbench bench;
   if (parser.isSet(theme_opt)) llmwb::ui::apply_theme(parser.value(theme_opt));
+  if (parser.isSet(smoke_opt)) {
+    if (model.isEmpty()) model = QString::fromStdString(llmwb::find_default_model());
+    if (model.isEmpty()) {
+      fprintf(stderr, "llmwb --smoke-test: error: no model: give --model PATH (no demo model at %s)\n",
+              llmwb::default_model_locations().front().c_str());
+      return 1;
+    }
+    llmwb::gui::SmokeMode smoke(bench, model, tokenizer);
+    QTimer::singleShot(0, &smoke, &llmwb::gui::SmokeMode::start);
+    return QApplication::exec();
+  }
   if (parser.isSet(shots_opt)) {
-    if (model.isEmpty()) model = default_model();
+    if (model.isEmpty()) model = QString::fromStdString(llmwb::find_default_model());
     if (model.isEmpty()) {
       fprintf(stderr, "llmwb: --screenshot-dir needs --model PATH (no default model found)\n");
       return 2;
@@ -152,7 +158,7 @@ int main(int argc, char** argv) {
   }
 
   bench.window().show();
-  if (model.isEmpty()) model = default_model();
+  if (model.isEmpty()) model = QString::fromStdString(llmwb::find_default_model());
   if (!model.isEmpty()) bench.window().open_model(model, tokenizer);
   return QApplication::exec();
 }

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "completion_view.h"
+#include "kv_block_grid.h"
+#include "kv_block_map.h"
+#include "step_inspector_view.h"
 #include "quant_view.h"
 
 namespace llmwb::gui {
@@ -39,6 +43,16 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_finished, x, &ui::ExperimentsView::on_finished, Qt::QueuedConnection);
+  // The token inspector (Completion view): pause / step / resume, and a step recorded on demand.
+  ui::CompletionView* c = w->completion_view();
+  connect(c, &ui::CompletionView::pause_requested, e, &EngineWorker::pause_generation, Qt::QueuedConnection);
+  connect(c, &ui::CompletionView::step_requested, e, &EngineWorker::step_generation, Qt::QueuedConnection);
+  connect(c, &ui::CompletionView::resume_requested, e, &EngineWorker::resume_generation, Qt::QueuedConnection);
+  connect(c, &ui::CompletionView::inspect_requested, e, &EngineWorker::inspect_token, Qt::QueuedConnection);
+  connect(e, &EngineWorker::generation_paused, c, &ui::CompletionView::on_paused, Qt::QueuedConnection);
+  connect(e, &EngineWorker::step_inspected, c, &ui::CompletionView::on_step_inspected, Qt::QueuedConnection);
+  connect(e, &EngineWorker::inspect_failed, c, &ui::CompletionView::on_inspect_failed, Qt::QueuedConnection);
+  connect(c->inspector(), &ui::StepInspectorView::blocks_read, w->kv_map()->grid(), &ui::KvBlockGrid::set_highlighted);
   ui::QuantView* q = w->quant_view();
   connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);

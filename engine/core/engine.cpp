@@ -57,6 +57,7 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
   s.max_total_tokens = max_total;
   st->rng.reseed(base_seed);
   st->draft_length = DraftLength(cfg.speculative.num_speculative_tokens);
+  st->out.seed = base_seed;
   st->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
   by_seq[s.seq_id] = {req.get(), st.get()};
   sched->add(&s);
@@ -70,8 +71,9 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
     child->seq->sample_index = k;
     // Sample k's stream: the request's seed, else a draw from sample 0's before it samples.
     const uint64_t seed = p.seed ? *p.seed : first.rng.next();
-    child->rng.reseed(seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k));
     child->draft_length = DraftLength(cfg.speculative.num_speculative_tokens);
+    child->out.seed = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k);
+    child->rng.reseed(child->out.seed);
     child->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
     child->out.index = k;
     by_seq[child->seq->seq_id] = {req.get(), child.get()};
@@ -95,10 +97,6 @@ void Engine::Impl::finish(Request& r, SeqState& s, FinishReason why, const std::
   if (all && r.seqs.size() == static_cast<size_t>(r.params.n)) r.t_done = seconds_since(r.t_added);
 }
 
-void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob, bool from_draft) {
-  if (auto stop = output->append(r, s, token, prob, from_draft)) finish(r, s, stop->reason, stop->stop_reason);
-}
-
 // Speculative decoding: every running sequence that decodes asks for the draft slots its
 // DraftLength wants, never more than the tokens it may still emit less the target's own.
 void Engine::Impl::plan_speculation() {
@@ -109,6 +107,29 @@ void Engine::Impl::plan_speculation() {
     if (st->done || q->num_uncomputed() != 1 || q->num_tokens() <= q->num_prompt_tokens || req->forks_at(*st)) continue;
     const int room = q->max_total_tokens - q->num_tokens() - 1;
     if (room > 0) q->num_spec_tokens = std::min(st->draft_length.next(), room);
+  }
+}
+
+void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob, bool from_draft) {
+  if (auto stop = output->append(r, s, token, prob, from_draft)) {
+    finish(r, s, stop->reason, stop->stop_reason);
+    return;
+  }
+  // step_request: the one token it let through is here; hold the request again.
+  if (s.pause_at >= 0 && static_cast<int>(s.out.token_ids.size()) >= s.pause_at) {
+    s.pause_at = -1;
+    s.seq->paused = true;
+    r.paused = true;
+    r.changed = true;
+  }
+}
+
+void Engine::Impl::set_paused(Request& r, bool paused, bool one_token) {
+  r.paused = paused;
+  r.changed = true;
+  for (auto& s : r.seqs) {
+    s->seq->paused = paused;
+    s->pause_at = one_token ? static_cast<int>(s->out.token_ids.size()) + 1 : -1;
   }
 }
 
@@ -298,7 +319,7 @@ void Engine::Impl::verify(const SchedulerOutput& so, const ForwardBatch& batch) 
       accepted = verifier.verify(rows, vocab, guesses, st->draft_q, req->params, st->rng, q.tokens,
                                  [&](int token, float prob, bool from_draft) {
                                    on_token(*req, *st, token, prob, from_draft);
-                                   return !st->done;
+                                   return !st->done && !q.paused;   // stopped, or held (step_request)
                                  });
       const int drafted = static_cast<int>(guesses.size());
       st->out.speculative.add_round(drafted, accepted);
@@ -306,7 +327,9 @@ void Engine::Impl::verify(const SchedulerOutput& so, const ForwardBatch& batch) 
       st->draft_length.update(drafted, accepted);
     }
     if (st->done) continue;   // finished: its blocks are released already
-    q.num_computed_tokens += accepted;
+    // The accepted guesses' K/V is the target's; the newest token stays uncomputed (its logits
+    // are the next step's), also when a pause cut the round after an accepted guess.
+    q.num_computed_tokens = std::min(q.num_computed_tokens + accepted, q.num_tokens() - 1);
     blocks->commit_computed(q);
     blocks->trim(q);
     proposer->rollback(q);
@@ -396,6 +419,32 @@ void Engine::abort(uint64_t request_id) {
   Request& r = *it->second;
   for (auto& s : r.seqs) impl_->finish(r, *s, FinishReason::Abort);
   r.t_done = seconds_since(r.t_added);
+}
+
+void Engine::pause(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, true, false);
+}
+
+void Engine::resume(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, false, false);
+}
+
+void Engine::step_request(uint64_t request_id) {
+  auto it = impl_->requests.find(request_id);
+  if (it != impl_->requests.end() && !it->second->reported_finished) impl_->set_paused(*it->second, false, true);
+}
+
+bool Engine::is_paused(uint64_t request_id) const {
+  auto it = impl_->requests.find(request_id);
+  return it != impl_->requests.end() && it->second->paused;
+}
+
+bool Engine::has_runnable() const {
+  for (auto& [id, r] : impl_->requests)
+    if (!r->reported_finished && (!r->paused || r->changed)) return true;
+  return false;
 }
 
 bool Engine::has_unfinished() const {

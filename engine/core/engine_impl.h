@@ -68,6 +68,8 @@ struct Engine::Impl {
   uint64_t add(const std::vector<int>& ids, const SamplingParams& p, const std::string& text);
   void finish(Request& r, SeqState& s, FinishReason why, const std::string& stop_reason = {});
   void on_token(Request& r, SeqState& s, int token, float prob, bool from_draft = false);
+  // Pauses or resumes every sample of r; one_token: resumed for one more token each.
+  void set_paused(Request& r, bool paused, bool one_token);
   // engine.cpp: the named phases of a step, in order
   void plan_speculation();
   SchedulerOutput schedule();

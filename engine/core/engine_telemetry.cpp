@@ -61,6 +61,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.prefix_cache_queried_tokens_total = prefix_queried_tokens;
   std::vector<const Sequence*> live;
   t.sequences.clear();
+  t.num_paused = 0;
   for (auto& [id, r] : requests)
     for (auto& s : r->seqs) {
       if (s->done || s->pending) continue;
@@ -73,7 +74,11 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
       st.num_computed = q.num_computed_tokens;
       st.num_prompt_tokens = q.num_prompt_tokens;
       st.block_table = q.block_table;
-      st.state = q.status == SeqStatus::Running ? "running" : q.status == SeqStatus::Preempted ? "preempted" : "waiting";
+      st.state = q.paused                          ? "paused"
+                 : q.status == SeqStatus::Running   ? "running"
+                 : q.status == SeqStatus::Preempted ? "preempted"
+                                                    : "waiting";
+      if (q.paused) ++t.num_paused;
       t.sequences.push_back(std::move(st));
     }
   blocks->fill_telemetry(live, t);

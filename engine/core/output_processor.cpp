@@ -88,6 +88,7 @@ RequestOutput OutputProcessor::make_output(Request& r) const {
     o.outputs.push_back(std::move(c));
   }
   o.finished = all_done;
+  o.paused = r.paused && !all_done;
   o.total_time = all_done ? r.t_done : seconds_since(r.t_added);
   return o;
 }

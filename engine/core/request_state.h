@@ -37,6 +37,7 @@ struct SeqState {
   // guesses of this step were drawn from (empty for a deterministic proposer).
   DraftLength draft_length;
   std::vector<float> draft_q;
+  int pause_at = -1;    // step_request: pause again once this many tokens are generated
 };
 
 struct Request {
@@ -50,6 +51,7 @@ struct Request {
   double t_first = -1, t_done = 0;
   bool changed = false;
   bool reported_finished = false;
+  bool paused = false;
   std::string error;
 
   // Sample 0 of an n > 1 request whose prompt is not forked yet (it forks when its prompt's

@@ -14,6 +14,7 @@
 #include "request/forward_batch.h"
 #include "model/llama_weights.h"
 #include "format/model_config.h"
+#include "model/forward_observer.h"
 
 namespace llmwb {
 
@@ -28,13 +29,17 @@ class LlamaModel {
   // vocab_size logits (one per sequence with logits_row >= 0). When `record` is given, the
   // attention weights of layer `record_layer` for the sequence marked capture_attention go there.
   // The last layer computes past its K/V only the rows that get logits (forward_logit_rows).
+  // With `observer`, every layer's seams are reported to it (and no layer is trimmed).
   void forward(const ForwardBatch& batch, KVCache& cache, float* logits, int record_layer = -1,
-               AttentionRecord* record = nullptr);
+               AttentionRecord* record = nullptr, ForwardObserver* observer = nullptr);
+  // The final norm and the output head over n rows of the residual stream: the same operations
+  // forward() ends with (the logit lens applies them after every layer).
+  void head(const float* x, int n, float* logits);
 
  private:
   ModelConfig config_;
   LlamaWeights w_;
-  Backend& be_;
+  Backend* be_;   // the backend; an observer's for the pass it observes
   RopeParams rope_;
   AttentionParams attn_;
   // Activations, reused between steps.
@@ -48,13 +53,15 @@ class LlamaModel {
                     const int* positions);
   // The rest of a layer after attention over n rows: x += wo att, then x += the SwiGLU FFN of
   // norm(x); xb, hb and hb2 are scratch.
-  void output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb, float* hb2);
+  void output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb, float* hb2,
+                      ForwardObserver* observer = nullptr, int layer = -1);
   // The last layer past K/V, over the rows that get logits only: gathered rows, their batch.
   // `l` is the last layer run (the model's last, or ForwardBatch::exit_layers - 1).
   void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, int l, float* logits);
   ForwardBatch tail_;
   std::vector<int> tail_positions_;
   HugeFloatVector tail_xb_;   // the logit rows' normed input (their residual rows go in last_)
+  HugeFloatVector head_xb_;   // head()'s normed rows
 };
 
 }  // namespace llmwb

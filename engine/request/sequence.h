@@ -27,6 +27,7 @@ struct Sequence {
   // until the target accepts them, so no other part sees an unverified token).
   int num_spec_tokens = 0;
   std::vector<int> spec_tokens;
+  bool paused = false;          // held by the engine: not scheduled, blocks kept
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_uncomputed() const { return num_tokens() - num_computed_tokens; }

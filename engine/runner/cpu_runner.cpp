@@ -1,8 +1,10 @@
 #include "runner/cpu_runner.h"
 
+#include <chrono>
 #include <fstream>
 
 #include "backend/cpu/matmul.h"
+#include "backend/timing_backend.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
 
@@ -67,6 +69,52 @@ void CpuRunner::copy_blocks(std::span<const BlockCopy> copies) {
 void CpuRunner::execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                         DeviceSampled*) {
   model_->forward(batch, *kv_, logits, record_layer, record);
+}
+
+namespace {
+
+// Copies what the pass reports for its one token into a StepRecording, timing every op.
+class Recorder final : public ForwardObserver {
+ public:
+  Recorder(Backend& be, StepRecording& out, int n_layers) : timing_(be), out_(out) {
+    out_.layers.assign(static_cast<size_t>(n_layers), {});
+  }
+  Backend* backend() override { return &timing_; }
+  void begin_layer(int layer) override { timing_.set_layer(layer); }
+  AttentionRecord* attention_record(int layer) override { return &out_.layers[size_t(layer)].attention; }
+  void attention_output(int layer, const float* rows, int, int dim) override {
+    out_.layers[size_t(layer)].attention_out.assign(rows, rows + dim);
+  }
+  void ffn_output(int layer, const float* rows, int, int dim) override {
+    out_.layers[size_t(layer)].ffn_out.assign(rows, rows + dim);
+  }
+  void residual(int layer, const float* rows, int, int dim) override {
+    out_.layers[size_t(layer)].residual.assign(rows, rows + dim);
+  }
+  const TimingBackend& timing() const { return timing_; }
+
+ private:
+  TimingBackend timing_;
+  StepRecording& out_;
+};
+
+}  // namespace
+
+void CpuRunner::inspect(const ForwardBatch& batch, float* logits, StepRecording& out) {
+  if (batch.tokens.size() != 1 || batch.seqs.size() != 1 || batch.num_logit_rows != 1)
+    throw Error("inspect", "records a batch of one new token with one logits row");
+  const ModelConfig& c = model_->config();
+  Recorder rec(*backend_, out, c.n_layers);
+  const auto t0 = std::chrono::steady_clock::now();
+  model_->forward(batch, *kv_, logits, -1, nullptr, &rec);
+  out.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& [key, t] : rec.timing().totals()) out.ops[key] = {t.seconds, t.calls};
+  // The logit lens: the model's own final norm and head after every layer (after the last one,
+  // exactly the model's logits).
+  for (StepRecording::Layer& l : out.layers) {
+    l.lens_logits.resize(static_cast<size_t>(c.vocab_size));
+    model_->head(l.residual.data(), 1, l.lens_logits.data());
+  }
 }
 
 }  // namespace llmwb

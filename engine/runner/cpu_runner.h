@@ -23,6 +23,7 @@ class CpuRunner final : public ModelRunner {
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                DeviceSampled* sampled) override;
+  void inspect(const ForwardBatch& batch, float* logits, StepRecording& out) override;
 
  private:
   std::unique_ptr<CpuBackend> backend_;

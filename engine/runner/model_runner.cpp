@@ -7,6 +7,10 @@
 
 namespace llmwb {
 
+void ModelRunner::inspect(const ForwardBatch&, float*, StepRecording&) {
+  throw Error("inspect", "the " + describe() + " runner cannot record the layers of a step");
+}
+
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
                                                const RunnerProgress& progress) {

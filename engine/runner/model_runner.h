@@ -21,6 +21,7 @@
 #include "kv/block_manager.h"
 #include "kv/kv_cache.h"
 #include "request/forward_batch.h"
+#include "runner/step_recording.h"
 #include "model/llama_weights.h"
 #include "format/model_file.h"
 
@@ -61,6 +62,10 @@ class ModelRunner {
   // `record_layer` for the sequence marked capture_attention.
   virtual void execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                        DeviceSampled* sampled) = 0;
+  // The token inspector: `batch` holds one sequence with one new token (its context's K/V in the
+  // pool) and one logits row; runs it like execute() and records its layers into `out`.
+  // Runners that cannot look inside their pass throw llmwb::Error saying so.
+  virtual void inspect(const ForwardBatch& batch, float* logits, StepRecording& out);
 };
 
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the

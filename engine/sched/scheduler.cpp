@@ -95,7 +95,7 @@ SchedulerOutput Scheduler::schedule() {
   for (size_t i = 0; i < running_.size() && budget > 0 && out.scheduled.size() < max_seqs;) {
     Sequence* seq = running_[i];
     const int uncomputed = seq->num_uncomputed();
-    if (uncomputed <= 0 || (!config_.chunked_prefill && uncomputed > budget)) {
+    if (uncomputed <= 0 || seq->paused || (!config_.chunked_prefill && uncomputed > budget)) {
       ++i;
       continue;
     }
@@ -120,9 +120,12 @@ SchedulerOutput Scheduler::schedule() {
 
   // 2. Admission, first come first served.
   if (!out.preempted.empty()) return out;
-  while (!waiting_.empty() && budget > 0 &&
+  // A paused sequence waits without holding up the ones behind it.
+  size_t head = 0;
+  while (head < waiting_.size() && waiting_[head]->paused) ++head;
+  while (head < waiting_.size() && budget > 0 &&
          static_cast<int>(running_.size()) < config_.max_num_seqs) {
-    Sequence* seq = waiting_.front();
+    Sequence* seq = waiting_[head];
     const bool fresh = seq->block_table.empty();
     const int start = fresh ? blocks_.count_cached_prefix(*seq) : seq->num_computed_tokens;
     const int uncomputed = seq->num_tokens() - start;
@@ -157,7 +160,8 @@ SchedulerOutput Scheduler::schedule() {
       }
       break;  // FCFS: later sequences do not overtake the head
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(head));
+    while (head < waiting_.size() && waiting_[head]->paused) ++head;
     seq->status = SeqStatus::Running;
     running_.insert(std::upper_bound(running_.begin(), running_.end(), seq, arrives_before), seq);
     add_scheduled(seq, num_new, true, out);

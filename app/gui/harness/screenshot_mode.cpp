@@ -2,8 +2,11 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QPlainTextEdit>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTextStream>
 #include <QThread>
 #include <QTimer>
@@ -16,6 +19,7 @@
 #include "experiments_view.h"
 #include "quant_view.h"
 #include "sampling_params_editor.h"
+#include "step_inspector_view.h"
 
 namespace llmwb::gui {
 
@@ -94,6 +98,25 @@ void ScreenshotMode::on_completion_running() {
 void ScreenshotMode::on_completion_done() {
   MainWindow& w = bench_.window();
   emit w.step_delay_requested(0);
+  // The token inspector on the 12th token: the sampler's view, then the logit lens.
+  w.show_view(MainWindow::View::Completion);
+  ui::CompletionView* c = w.completion_view();
+  c->inspect(11);
+  ui::StepInspectorView* in = c->inspector();
+  if (!wait_for([in] { return in->has_step(); }, 30)) return fail("the token inspector recorded no step");
+  in->sampler_table()->selectRow(1);
+  // The docks below make room for it, as a person inspecting would.
+  QList<QDockWidget*> hidden;
+  for (QDockWidget* d : w.findChildren<QDockWidget*>())
+    if (d->isVisible() && w.dockWidgetArea(d) == Qt::BottomDockWidgetArea) {
+      d->hide();
+      hidden << d;
+    }
+  const bool shot = capture("inspector") && (in->tabs()->setCurrentIndex(1), capture("inspector_lens")) &&
+                    (in->tabs()->setCurrentIndex(2), capture("inspector_attention"));
+  in->tabs()->setCurrentIndex(0);
+  for (QDockWidget* d : hidden) d->show();
+  if (!shot) return;
   w.show_view(MainWindow::View::Chat);
   ui::ChatView* chat = w.chat_view();
   // A scratch store: screenshots must not add conversations to the user's own list.

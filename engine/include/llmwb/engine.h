@@ -13,6 +13,7 @@
 #include "llmwb/model_info.h"
 #include "llmwb/outputs.h"
 #include "llmwb/sampling_params.h"
+#include "llmwb/step_inspection.h"
 #include "llmwb/telemetry.h"
 
 namespace llmwb {
@@ -60,6 +61,22 @@ class Engine {
   std::string token_text(int id) const;  // the piece as text ("▁the" -> " the", <0x0A> -> "\n")
   int bos_id() const;
   int eos_id() const;
+
+  // Pausing (the token inspector): a paused request is not scheduled, keeps its KV blocks and
+  // stays unfinished; the others run on. step_request lets it generate one more token, then
+  // pauses it again. Unknown or finished ids are ignored.
+  void pause(uint64_t request_id);
+  void resume(uint64_t request_id);
+  void step_request(uint64_t request_id);
+  bool is_paused(uint64_t request_id) const;
+  // Whether a step would do anything: an unfinished request that is not paused.
+  bool has_runnable() const;
+
+  // One generated token's step seen from inside (llmwb/step_inspection.h): the sampler's stages,
+  // the logit lens, the token's attention in every layer and head, the time per op. Costs one
+  // forward pass of the step (plus the context's prefill where the prefix cache lacks it).
+  // Call between steps. Throws llmwb::Error for a bad context or when the KV pool has no room.
+  StepInspection inspect_step(const InspectStepRequest& request);
 
   // Attention capture for the heatmap: on while set, off (and free) when nullopt.
   void set_attention_capture(std::optional<AttentionCaptureRequest> req);

@@ -24,6 +24,7 @@ struct CompletionOutput {
   // the target produced itself), one per token_ids entry; and this sample's counts.
   std::vector<uint8_t> token_from_draft;
   SpeculativeStats speculative;
+  uint64_t seed = 0;             // this sample's RNG seed (InspectStepRequest::seed)
 };
 
 struct RequestOutput {
@@ -32,6 +33,7 @@ struct RequestOutput {
   std::vector<int> prompt_token_ids;
   std::vector<CompletionOutput> outputs;
   bool finished = false;
+  bool paused = false;           // Engine::pause holds it (not scheduled, KV kept)
   std::string error;             // non-empty when the request failed
   // Timings, seconds since the request was added.
   double time_to_first_token = 0.0;

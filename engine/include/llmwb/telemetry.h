@@ -25,7 +25,7 @@ struct SequenceTelemetry {
   int num_computed = 0;       // tokens whose K/V are in the cache
   int num_prompt_tokens = 0;
   std::vector<int> block_table;
-  std::string state;          // "waiting", "running", "preempted", "finished"
+  std::string state;          // "waiting", "running", "preempted", "paused" (Engine::pause)
 };
 
 // Attention weights captured for one sequence's newest query token(s).
@@ -49,6 +49,7 @@ struct StepTelemetry {
   int num_decode_tokens = 0;     // generated tokens computed this step
   int num_prefill_seqs = 0, num_decode_seqs = 0;
   int num_running = 0, num_waiting = 0, num_preempted = 0;
+  int num_paused = 0;   // sequences held by Engine::pause (counted in running / waiting too)
   uint64_t preemptions_total = 0;
   uint64_t prefix_cache_hit_tokens_total = 0;
   uint64_t prefix_cache_queried_tokens_total = 0;
