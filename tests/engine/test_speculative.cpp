@@ -220,6 +220,32 @@ TEST(SpeculativeDecoding, RepetitionPenaltySeesAcceptedGuessesAsPlainDecodingSee
   }
 }
 
+// The token inspector's Pause / Step: a step_request lets exactly one token through even when a
+// round accepts several guesses, and the text after resuming is the plain greedy text.
+TEST(SpeculativeDecoding, StepRequestLetsOneTokenThroughAndResumingKeepsTheText) {
+  Engine plain(stories());
+  const std::vector<Job> jobs = story_jobs(plain, 1);
+  const Outcome want = run_staggered(plain, jobs, {0});
+  Engine e(with_spec(stories(), "draft_model", 6));   // a perfect draft: whole rounds accepted
+  const uint64_t id = e.add_request_tokens(jobs[0].prompt, jobs[0].params);
+  std::vector<int> got;
+  auto step = [&] {
+    for (auto& o : e.step())
+      if (o.request_id == id) got = o.outputs[0].token_ids;
+  };
+  for (int i = 0; i < 3; ++i) step();
+  e.pause(id);
+  const size_t before = got.size();
+  e.step_request(id);
+  for (int i = 0; i < 4; ++i) step();
+  EXPECT_EQ(got.size(), before + 1) << "step_request let more than one token through";
+  EXPECT_TRUE(e.is_paused(id));
+  e.resume(id);
+  while (e.has_unfinished()) step();
+  EXPECT_EQ(got, want.tokens[0]);
+  EXPECT_EQ(e.telemetry().blocks_used, 0);
+}
+
 TEST(SpeculativeDecoding, AcceptedGuessesAreMarkedAndCountedPerRequest) {
   Engine e(with_spec(stories(), "draft_model", 4));
   const std::vector<Job> jobs = story_jobs(e, 1);
