@@ -19,6 +19,7 @@ EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
   base.enable_prefix_caching = enable_prefix_caching;
   base.kv_dtype = kv_dtype.toStdString();
   base.quantize = quantize.toStdString();
+  base.speculative = parse_speculative(speculative.toStdString(), spec_k);
   return base;
 }
 
@@ -31,7 +32,11 @@ QJsonObject ExperimentConfig::to_json() const {
                 {"enable_prefix_caching", enable_prefix_caching},
                 {"kv_dtype", kv_dtype},
                 {"quantize", quantize}};
-  if (!backend.isEmpty()) o["backend"] = backend;   // absent: as in Settings (files from before the column)
+  if (!backend.isEmpty()) o["backend"] = backend;
+  if (!speculative.isEmpty()) {
+    o["speculative"] = speculative;
+    o["spec_k"] = spec_k;
+  }   // absent: as in Settings (files from before the column)
   return o;
 }
 
@@ -46,6 +51,9 @@ ExperimentConfig ExperimentConfig::from_json(const QJsonObject& o) {
   c.enable_prefix_caching = o.value("enable_prefix_caching").toBool(c.enable_prefix_caching);
   c.kv_dtype = o.value("kv_dtype").toString(c.kv_dtype);
   c.quantize = o.value("quantize").toString(c.quantize);
+  c.speculative = o.value("speculative").toString(c.speculative);
+  if (c.speculative == "off") c.speculative.clear();
+  c.spec_k = o.value("spec_k").toInt(c.spec_k);
   return c;
 }
 

@@ -17,7 +17,7 @@ class CpuRunner final : public ModelRunner {
   CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
             const RunnerProgress& progress);
   std::string describe() const override;
-  RunnerCapabilities capabilities() const override { return {}; }
+  RunnerCapabilities capabilities() const override { return {.early_exit = true}; }
   uint64_t kv_memory_available() const override;
   void allocate_kv(int num_blocks, int block_size, KVDType dtype) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;
