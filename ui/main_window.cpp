@@ -5,6 +5,9 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -25,6 +28,7 @@
 #include "llmwb/chat_template.h"
 #include "message_banner.h"
 #include "model_info_panel.h"
+#include "model_library.h"
 #include "quant_view.h"
 #include "settings_dialog.h"
 #include "theme.h"
@@ -46,6 +50,7 @@ MainWindow::MainWindow(QWidget* parent)
       completion_(new CompletionView(this)),
       experiments_(new ExperimentsView(this)),
       quant_(new QuantView(this)),
+      library_(new ModelLibrary(this)),
       throughput_(new ThroughputChart(this)),
       kv_(new KvBlockMap(this)),
       attention_(new AttentionHeatmap(this)),
@@ -73,6 +78,9 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(completion_, tr("Completion"));
   tabs_->addTab(experiments_, tr("Experiments"));
   tabs_->addTab(quant_, tr("Quantization"));
+  tabs_->addTab(library_, tr("Models"));
+  connect(library_, &ModelLibrary::open_requested, this, [this](const QString& path) { open_model(path); });
+  setAcceptDrops(true);
 
   info_dock_ = add_dock(tr("Model"), "dock_model", info_panel_, Qt::RightDockWidgetArea);
   throughput_dock_ = add_dock(tr("Throughput"), "dock_throughput", throughput_, Qt::BottomDockWidgetArea);
@@ -157,6 +165,14 @@ void MainWindow::build_menus() {
     chat_->new_chat();
   });
   new_chat->setShortcut(QKeySequence::New);
+  QAction* focus_input = gen->addAction(tr("Go to the Chat &Input"), this, [this] {
+    tabs_->setCurrentWidget(chat_);
+    chat_->focus_input();
+  });
+  focus_input->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  focus_input->setShortcutContext(Qt::ApplicationShortcut);
+  QAction* library = gen->addAction(tr("&Model Library"), this, [this] { show_view(View::Models); });
+  library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : {info_dock_, throughput_dock_, kv_dock_, attention_dock_, timeline_dock_})
@@ -291,6 +307,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   completion_->set_vocabulary(vocabulary);
   completion_->set_model_ready(true);
   chat_->set_model(true, chat_template, name);
+  chat_->set_model_details(info);
   experiments_->set_vocabulary(vocabulary);
   experiments_->set_model_ready(true);
   quant_->set_model_ready(true);
@@ -386,6 +403,7 @@ QWidget* MainWindow::view_widget(View view) const {
     case View::Attention: return attention_;
     case View::Timeline: return timeline_;
     case View::ModelInfo: return info_panel_;
+    case View::Models: return library_;
   }
   return nullptr;
 }
@@ -395,13 +413,34 @@ void MainWindow::show_view(View view) {
     case View::Chat:
     case View::Completion:
     case View::Quantization:
-    case View::Experiments: tabs_->setCurrentWidget(view_widget(view)); break;
+    case View::Experiments:
+    case View::Models: tabs_->setCurrentWidget(view_widget(view)); break;
     case View::Throughput: throughput_dock_->show(); throughput_dock_->raise(); break;
     case View::KvCache: kv_dock_->show(); kv_dock_->raise(); break;
     case View::Attention: attention_dock_->show(); attention_dock_->raise(); break;
     case View::Timeline: timeline_dock_->show(); timeline_dock_->raise(); break;
     case View::ModelInfo: info_dock_->show(); info_dock_->raise(); break;
   }
+}
+
+namespace {
+// The one local file or folder a drag carries, or nothing.
+QString dropped_path(const QMimeData* mime) {
+  if (!mime || !mime->hasUrls() || mime->urls().size() != 1 || !mime->urls().front().isLocalFile()) return {};
+  return mime->urls().front().toLocalFile();
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (!dropped_path(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QString path = dropped_path(event->mimeData());
+  if (path.isEmpty()) return;
+  event->acceptProposedAction();
+  // A .safetensors file stands for its Hugging Face folder.
+  open_model(path.endsWith(".safetensors") ? QFileInfo(path).absolutePath() : path);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

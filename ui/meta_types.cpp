@@ -9,6 +9,7 @@ void register_meta_types() {
   qRegisterMetaType<llmwb::QuantReport>();
   qRegisterMetaType<GenerationRequest>();
   qRegisterMetaType<TokenDelta>();
+  qRegisterMetaType<TokenCountRequest>();
   qRegisterMetaType<TelemetryFrame>();
   qRegisterMetaType<Experiment>();
   qRegisterMetaType<ExperimentResult>();

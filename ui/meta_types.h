@@ -12,6 +12,7 @@
 #include "llmwb/model_info.h"
 #include "llmwb/quant_report.h"
 #include "telemetry_frame.h"
+#include "token_count_request.h"
 #include "token_delta.h"
 
 Q_DECLARE_METATYPE(llmwb::EngineConfig)

@@ -52,6 +52,9 @@ class EngineWorker : public QObject {
   void unload_model();
   void submit(const llmwb::ui::GenerationRequest& request);
   void abort(quint64 ticket);
+  // The chat's context meter: each variant's prompt tokens as a request would have them
+  // (chat_prompt_ids); answered through tokens_counted, empty when no model is loaded.
+  void count_tokens(const llmwb::ui::TokenCountRequest& request);
   // Attention weights are captured only while a view shows them (capture costs a copy per step).
   void set_attention_capture(bool on, int layer, int max_queries);
   // Slow motion for watching the engine work: a pause between steps (0 = none). The event
@@ -75,6 +78,7 @@ class EngineWorker : public QObject {
   void quant_progress(double fraction, const QString& what);
   void quant_report_ready(const llmwb::QuantReport& report);
   void quant_report_failed(const QString& error, bool cancelled);
+  void tokens_counted(quint64 ticket, const QList<int>& counts);
 
  private:
   struct Active {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "chat_view.h"
 #include "quant_view.h"
 
 namespace llmwb::gui {
@@ -35,6 +36,9 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   // Generation results: emitted in the GUI thread by the mailbox, at most once per frame.
   connect(&mailbox_, &FrameMailbox::tokens, w, &ui::MainWindow::on_tokens);
   connect(&mailbox_, &FrameMailbox::telemetry, w, &ui::MainWindow::on_telemetry);
+  ui::ChatView* chat = w->chat_view();
+  connect(chat, &ui::ChatView::count_requested, e, &EngineWorker::count_tokens, Qt::QueuedConnection);
+  connect(e, &EngineWorker::tokens_counted, chat, &ui::ChatView::on_tokens_counted, Qt::QueuedConnection);
   ui::ExperimentsView* x = w->experiments_view();
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
