@@ -5,7 +5,6 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
-#include <QCryptographicHash>
 #include <QDesktopServices>
 #include <QFileDialog>
 #include <QFontDatabase>
@@ -31,6 +30,7 @@
 #include <QVBoxLayout>
 
 #include "frame_pacer.h"
+#include "model_defaults.h"
 #include "sampling_params_editor.h"
 
 namespace llmwb::ui {
@@ -327,11 +327,7 @@ void ChatView::set_model(bool ready, const ChatTemplate& detected, const QString
   if (ready) request_count();
 }
 
-QString ChatView::model_key() const {
-  if (model_.path.empty()) return {};
-  const QByteArray hash = QCryptographicHash::hash(QByteArray::fromStdString(model_.path), QCryptographicHash::Sha1);
-  return "models/" + QString::fromLatin1(hash.toHex().left(16));
-}
+QString ChatView::model_key() const { return model_defaults::key(QString::fromStdString(model_.path)); }
 
 void ChatView::set_model_details(const ModelInfo& info) {
   model_ = info;
@@ -660,6 +656,7 @@ void ChatView::rename_conversation(const QString& id, const QString& title) {
   if (id == conversation_.id) {
     conversation_.title = t;
     persist();
+    reload_list();  // a rename is rare: the list is read again, with any file found unreadable since
     return;
   }
   try {
@@ -772,24 +769,65 @@ void ChatView::render() {
     c.insertBlock();
     stream_start_ = c.position();
     stream_code_start_ = renderer_.code_blocks().size();
+    stream_kept_pos_ = -1;
     renderer_.write_reply(c, streaming_, int(conversation_.messages.size()), stream_thinking_tokens_, false, true);
   }
   if (at_end) bar->setValue(bar->maximum());
 }
 
+double ChatView::stream_rewrite_ms() const { return stream_pacer_->total_cost_ms(); }
+
 void ChatView::update_stream() {
   if (ticket_ == 0) return;
   if (stream_start_ < 0) return render();
+  ++stream_rewrites_;
   QScrollBar* bar = transcript_->verticalScrollBar();
   const bool at_end = bar->value() >= bar->maximum() - 4;
   QTextDocument* doc = transcript_->document();
   QTextCursor c(doc);
-  c.setPosition(std::min(stream_start_, doc->characterCount() - 1));
-  c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  // Everything after `from` goes; what is before it stays as laid out.
+  auto cut_from = [&](int from) {
+    c.setPosition(std::min(from, doc->characterCount() - 1));
+    c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+    c.removeSelectedText();
+  };
+  // Ends what is kept with an empty block, where the rewritten part begins: cutting there
+  // leaves every kept block as it is.
+  auto keep_here = [&] {
+    if (c.block().length() > 1) c.insertBlock();
+    stream_kept_pos_ = c.position();
+    stream_kept_code_ = renderer_.code_blocks().size();
+  };
+  const int message = int(conversation_.messages.size());
+  const ReplyParts parts = split_thinking(streaming_);
   c.beginEditBlock();
-  c.removeSelectedText();
-  renderer_.truncate_code_blocks(stream_code_start_);
-  renderer_.write_reply(c, streaming_, int(conversation_.messages.size()), stream_thinking_tokens_, false, true);
+  if (parts.thinking_open) {
+    // Reasoning streams as plain text under its header: the reply is written again whole.
+    cut_from(stream_start_);
+    renderer_.truncate_code_blocks(stream_code_start_);
+    renderer_.write_reply(c, streaming_, message, stream_thinking_tokens_, false, true);
+    stream_kept_pos_ = -1;
+  } else {
+    if (stream_kept_pos_ < 0) {
+      // The thinking block (if any) is final now: written once, kept.
+      cut_from(stream_start_);
+      renderer_.truncate_code_blocks(stream_code_start_);
+      renderer_.write_thinking(c, parts, message, stream_thinking_tokens_, false, true);
+      stream_kept_chars_ = 0;
+      keep_here();
+    }
+    // Complete Markdown blocks are written once and kept; only the last, still growing one
+    // is written again on every update.
+    cut_from(stream_kept_pos_);
+    renderer_.truncate_code_blocks(stream_kept_code_);
+    const qsizetype stable = MessageRenderer::stable_prefix(parts.answer, stream_kept_chars_);
+    if (stable > stream_kept_chars_) {
+      renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_, stable - stream_kept_chars_));
+      stream_kept_chars_ = stable;
+      keep_here();
+    }
+    renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_) + QStringLiteral("▍"));
+  }
   c.endEditBlock();
   if (at_end) bar->setValue(bar->maximum());
   // Painted here, so that the pacer measures what a rewrite costs.
@@ -816,17 +854,6 @@ void ChatView::on_link(const QUrl& url) {
 
 // ---- Saved conversations ----------------------------------------------------------------
 
-void ChatView::persist() {
-  conversation_.updated = QDateTime::currentDateTimeUtc();
-  try {
-    store_.save(conversation_);
-  } catch (const std::exception& e) {
-    last_error_ = QString::fromStdString(e.what());
-    emit error(tr("The conversation could not be saved: %1").arg(last_error_));
-  }
-  reload_list();
-}
-
 namespace {
 bool conversation_matches(const Conversation& c, const QString& query) {
   if (query.isEmpty()) return true;
@@ -838,6 +865,38 @@ bool conversation_matches(const Conversation& c, const QString& query) {
   return false;
 }
 }  // namespace
+
+void ChatView::persist() {
+  conversation_.updated = QDateTime::currentDateTimeUtc();
+  try {
+    store_.save(conversation_);
+  } catch (const std::exception& e) {
+    last_error_ = QString::fromStdString(e.what());
+    emit error(tr("The conversation could not be saved: %1").arg(last_error_));
+  }
+  update_list_entry();
+}
+
+void ChatView::update_list_entry() {
+  const QString title = conversation_.title.isEmpty() ? conversation_.derived_title() : conversation_.title;
+  QListWidgetItem* item = nullptr;
+  for (int i = 0; i < list_->count() && !item; ++i)
+    if (list_->item(i)->data(Qt::UserRole).toString() == conversation_.id) item = list_->item(i);
+  if (!item && !conversation_matches(conversation_, search_->text().trimmed())) return;
+  list_->blockSignals(true);
+  if (!item) {
+    item = new QListWidgetItem(title);
+    item->setData(Qt::UserRole, conversation_.id);
+  } else {
+    item = list_->takeItem(list_->row(item));  // the newest goes first, as reload_list sorts
+    item->setText(title);
+  }
+  item->setToolTip(conversation_.updated.toLocalTime().toString());
+  list_->insertItem(0, item);
+  list_->setCurrentItem(item);
+  list_->blockSignals(false);
+}
+
 
 void ChatView::reload_list() {
   list_->blockSignals(true);

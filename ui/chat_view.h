@@ -87,6 +87,9 @@ class ChatView : public QWidget {
   // chat says so and offers it instead of sending).
   QCheckBox* auto_truncate_box() const { return auto_truncate_; }
   QPushButton* truncate_and_send_button() const { return truncate_send_; }
+  // Rewrites of the streaming reply so far and their GUI-thread cost (the GUI benchmark).
+  long stream_rewrites() const { return stream_rewrites_; }
+  double stream_rewrite_ms() const;
   // The code blocks of the transcript, in order (what their Copy links copy).
   const QStringList& code_blocks() const { return renderer_.code_blocks(); }
 
@@ -131,6 +134,9 @@ class ChatView : public QWidget {
   void on_link(const QUrl& url);
   void persist();
   void reload_list();
+  // The current conversation's entry in the list, updated in place (a turn must not read every
+  // saved file again).
+  void update_list_entry();
   void show_unreadable(const QStringList& errors);
   // At start-up the newest saved conversation comes back, as the user left it.
   void restore_newest();
@@ -180,6 +186,12 @@ class ChatView : public QWidget {
   int stream_thinking_tokens_ = 0;
   int stream_start_ = -1;  // where the streaming reply begins in the transcript, -1: not shown
   qsizetype stream_code_start_ = 0;
+  // The part of the streaming answer that is final (complete Markdown blocks): its length in
+  // characters, where it ends in the transcript (-1: nothing kept yet) and its code blocks.
+  qsizetype stream_kept_chars_ = 0;
+  int stream_kept_pos_ = -1;
+  long stream_rewrites_ = 0;
+  qsizetype stream_kept_code_ = 0;
   int dropped_messages_ = 0;  // left out of the running request's prompt
   QString running_config_;    // the engine configuration of the running request
   std::set<int> expanded_thinking_;  // nodes whose thinking block is open

@@ -27,6 +27,7 @@
 #include "kv_block_map.h"
 #include "llmwb/chat_template.h"
 #include "message_banner.h"
+#include "model_defaults.h"
 #include "model_info_panel.h"
 #include "model_library.h"
 #include "quant_view.h"
@@ -266,7 +267,10 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   progress_->show();
   cancel_load_->show();
   emit step_delay_requested(settings_.step_delay_ms);
-  emit load_requested(settings_.engine_config(loading_path_, tokenizer), ++load_ticket_);
+  EngineConfig config = settings_.engine_config(loading_path_, tokenizer);
+  // The context length last chosen for this model, if one was.
+  if (const int n = model_defaults::context_length(loading_path_); n > 0) config.max_model_len = n;
+  emit load_requested(config, ++load_ticket_);
   return true;
 }
 
@@ -365,6 +369,9 @@ void MainWindow::set_settings(const AppSettings& s) {
                               s.max_num_batched_tokens != settings_.max_num_batched_tokens ||
                               s.max_model_len != settings_.max_model_len || s.kv_memory_mib != settings_.kv_memory_mib ||
                               s.enable_prefix_caching != settings_.enable_prefix_caching;
+  // A context length chosen while a model is loaded is that model's from now on.
+  if (loaded_ && s.max_model_len != settings_.max_model_len)
+    model_defaults::set_context_length(loading_path_, s.max_model_len);
   settings_ = s;
   settings_.save();
   apply_theme(settings_.theme);

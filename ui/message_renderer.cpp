@@ -105,6 +105,33 @@ void MessageRenderer::write_user_text(QTextCursor& c, const QString& text) const
 void MessageRenderer::write_reply(QTextCursor& c, const QString& reply, int message, int thinking_tokens,
                                   bool expanded, bool streaming) {
   const ReplyParts parts = split_thinking(reply);
+  write_thinking(c, parts, message, thinking_tokens, expanded, streaming);
+  if (parts.has_thinking && streaming && parts.thinking_open) return;
+  write_markdown(c, parts.answer + (streaming ? QStringLiteral("▍") : QString()));
+}
+
+qsizetype MessageRenderer::stable_prefix(const QString& markdown, qsizetype from) {
+  static const QRegularExpression fence(QStringLiteral("^ {0,3}(`{3,}|~{3,})"));
+  qsizetype cut = from;
+  bool in_code = false;
+  bool blank_before = false;
+  qsizetype line_start = from;
+  while (line_start < markdown.size()) {
+    const qsizetype end = markdown.indexOf('\n', line_start);
+    if (end < 0) break;  // the last line may still grow
+    const QString line = markdown.mid(line_start, end - line_start);
+    if (fence.match(line).hasMatch()) in_code = !in_code;
+    const bool blank = line.trimmed().isEmpty();
+    // A block ends at a blank line; the next one starts at a line that is not blank.
+    if (!in_code && blank_before && !blank) cut = line_start;
+    blank_before = blank && !in_code;
+    line_start = end + 1;
+  }
+  return cut;
+}
+
+void MessageRenderer::write_thinking(QTextCursor& c, const ReplyParts& parts, int message, int thinking_tokens,
+                                     bool expanded, bool streaming) const {
   if (parts.has_thinking) {
     QTextBlockFormat b;
     b.setTopMargin(4);
@@ -125,9 +152,7 @@ void MessageRenderer::write_reply(QTextCursor& c, const QString& reply, int mess
       new_block(c, body, italic);
       c.insertText(parts.thinking + (streaming && parts.thinking_open ? QStringLiteral("▍") : QString()), italic);
     }
-    if (streaming && parts.thinking_open) return;
   }
-  write_markdown(c, parts.answer + (streaming ? QStringLiteral("▍") : QString()));
 }
 
 void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown) {
@@ -165,6 +190,21 @@ void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown) {
         at.setBlockFormat(f);
       }
     }
+    // Tables in quiet lines rather than the default's raised double border.
+    for (QTextFrame* f : c.document()->rootFrame()->childFrames()) {
+      auto* table = qobject_cast<QTextTable*>(f);
+      if (!table || table->firstPosition() < start) continue;
+      QTextTableFormat tf = table->format();
+      tf.setBorder(1);
+      tf.setBorderBrush(style_.code_border);
+      tf.setBorderStyle(QTextFrameFormat::BorderStyle_Solid);
+      tf.setBorderCollapse(true);
+      tf.setCellSpacing(0);
+      tf.setCellPadding(4);
+      tf.setTopMargin(4);
+      tf.setBottomMargin(4);
+      table->setFormat(tf);
+    }
     text.clear();
   };
   for (qsizetype i = 0; i < lines.size(); ++i) {
@@ -200,7 +240,7 @@ void MessageRenderer::write_code(QTextCursor& c, const QString& language, const 
   if (!language.isEmpty()) c.insertText(language + QStringLiteral("   "), muted);
   QTextCharFormat link = link_format(style_.link, QString("%1:%2").arg(chat_links::kCopy).arg(code_.size()));
   link.setFont(small);
-  c.insertText(QObject::tr("⧉ Copy"), link);
+  c.insertText(QObject::tr("Copy"), link);
   code_ << code;
 
   QTextFrameFormat frame;

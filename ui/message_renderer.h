@@ -51,11 +51,20 @@ class MessageRenderer {
   // A reply: its thinking block (collapsed unless `expanded`) and its answer as Markdown.
   void write_reply(QTextCursor& c, const QString& reply, int message, int thinking_tokens, bool expanded,
                    bool streaming);
+  // The reply's thinking block alone (nothing when it has none).
+  void write_thinking(QTextCursor& c, const ReplyParts& parts, int message, int thinking_tokens, bool expanded,
+                      bool streaming) const;
   void write_footer(QTextCursor& c, const QString& footer) const;
   void write_note(QTextCursor& c, const QString& text) const;
 
   // Markdown with fenced code blocks set apart (each gets a Copy link: llmwb-copy:N).
   void write_markdown(QTextCursor& c, const QString& markdown);
+
+  // Where Markdown streamed so far can be cut so that the part before it renders the same
+  // whatever follows: after the last blank line at or after `from` that is outside fenced
+  // code; `from` when there is none. (A streaming reply keeps what is before the cut and
+  // rewrites only the rest.)
+  static qsizetype stable_prefix(const QString& markdown, qsizetype from);
 
   // The code blocks written so far, by the N of their Copy link.
   const QStringList& code_blocks() const { return code_; }

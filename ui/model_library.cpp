@@ -166,8 +166,11 @@ void ModelLibrary::rescan() {
     row->setToolTip(Name, path);
     try {
       const ModelInfo info = probe_model(path.toStdString());
-      const QString name = info.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(info.name);
-      row->setText(Name, name);
+      // The file's name (a folder: its path under the models folder): what the user put there;
+      // the name inside the file is often just the architecture.
+      const QFileInfo fi(path);
+      row->setText(Name, fi.isDir() ? QDir(folder()).relativeFilePath(path) : fi.completeBaseName());
+      if (!info.name.empty()) row->setToolTip(Name, path + "\n" + tr("name in the file: %1").arg(QString::fromStdString(info.name)));
       row->setText(Architecture, QString::fromStdString(info.architecture));
       row->setText(Parameters, human_params(info.n_params));
       row->setData(Parameters, Qt::UserRole, double(info.n_params));
@@ -193,6 +196,7 @@ void ModelLibrary::rescan() {
   QString text = folder().isEmpty() ? tr("Choose a models folder to list the models in it.")
                                     : tr("Models: %1 in %2").arg(paths.size() - unreadable_.size()).arg(folder());
   if (!unreadable_.isEmpty()) text += tr("; %1 could not be read (hover for why)").arg(unreadable_.size());
+  if (!paths.isEmpty()) text += tr(" — double-click or Enter opens a model, or drop a file onto the window");
   status_->setText(text);
   status_->setToolTip(unreadable_.join("\n"));
   if (table_->topLevelItemCount() > 0) table_->setCurrentItem(table_->topLevelItem(0));

@@ -187,12 +187,23 @@ class TestChatFeatures : public QObject {
     const QTextBlock first = doc->findBlock(0);
     const int revision = first.revision();
     const QString above = first.text();
-    QString sofar;
+    // Complete blocks of the reply are written once: the heading keeps its block while the
+    // rest streams in.
+    auto heading_block = [doc] {
+      for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
+        if (b.text() == "Results" && b.blockFormat().headingLevel() == 2) return b;
+      return QTextBlock();
+    };
+    int heading_revision = -1;
     for (const QString& piece : QString(kMarkdownReply).split(QRegularExpression("(?<=\\n)"))) {
-      sofar += piece;
       fed.delta(piece, 2);
       QTest::qWait(40);  // the pacer rewrites the reply at most every 33 ms
+      if (heading_revision < 0 && piece.startsWith("- second") && heading_block().isValid())
+        heading_revision = heading_block().revision();
     }
+    QVERIFY(heading_revision >= 0);
+    QVERIFY(heading_block().isValid());
+    QCOMPARE(heading_block().revision(), heading_revision);
     QTRY_VERIFY(first_table(doc) != nullptr);
     bool mono = false;
     QVERIFY(first_code_frame(doc, &mono).contains("print"));
@@ -384,6 +395,26 @@ class TestChatFeatures : public QObject {
     chat()->format_box()->setCurrentIndex(0);
     p.max_tokens = 16;
     chat()->sampling()->set_params(p);
+
+    // The context length chosen in Settings while the model is loaded is the model's.
+    ui::MainWindow& w = bench_->window();
+    QSignalSpy ready(&w, &ui::MainWindow::model_ready);
+    ui::AppSettings s = w.settings();
+    s.max_model_len = 96;
+    w.set_settings(s);  // reopens the model with it
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(chat()->context_length(), 96);
+    QVERIFY(uitest::open_model_and_wait(w, uitest::shared_path("models/stories260K/stories260K.bin")));
+    s.max_model_len = 0;
+    w.set_settings(s);  // the other model's: reopens it with the default
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(chat()->context_length(), 512);
+    QVERIFY(uitest::open_model_and_wait(w, uitest::stories_gguf()));
+    QCOMPARE(chat()->context_length(), 96);  // remembered, although the setting is 0 now
+    ui::AppSettings back = w.settings();
+    back.max_model_len = 0;
+    w.set_settings(back);  // unchanged setting: the remembered 96 stays
+    QCOMPARE(chat()->context_length(), 96);
   }
 
   void saved_chats_are_searched_renamed_and_exported_and_a_corrupt_one_is_listed_as_skipped() {
