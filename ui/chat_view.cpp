@@ -36,9 +36,9 @@
 namespace llmwb::ui {
 
 namespace {
-// The streaming reply is written again at most every 33 ms and within 10 % of the GUI
-// thread's time (a long reply costs more per rewrite, so it is rewritten less often).
-constexpr double kStreamBudget = 0.10;
+// The streaming reply is written again at most every 33 ms and within 5 % of the GUI
+// thread's time (a rewrite that costs more is made less often).
+constexpr double kStreamBudget = 0.05;
 constexpr int kStreamIntervalMs = 33;
 constexpr int kCountDebounceMs = 250;
 }  // namespace
@@ -211,6 +211,7 @@ ChatView::ChatView(QWidget* parent)
     if (ticket_ != 0) return;
     store_.remove(conversation_.id);
     this->new_chat();
+    reload_list();
   });
   connect(search_, &QLineEdit::textChanged, this, [this] { reload_list(); });
   connect(list_, &QListWidget::itemActivated, this,
@@ -219,7 +220,10 @@ ChatView::ChatView(QWidget* parent)
           [this](QListWidgetItem* item) { open_conversation(item->data(Qt::UserRole).toString()); });
   connect(format_, &QComboBox::currentIndexChanged, this, [this] {
     conversation_.format = format_->currentData().toString();
-    if (!model_key().isEmpty()) QSettings().setValue(model_key() + "/format", conversation_.format);
+    // Written only when it changes: a QSettings write syncs the file under a lock.
+    QSettings s;
+    if (!model_key().isEmpty() && s.value(model_key() + "/format").toString() != conversation_.format)
+      s.setValue(model_key() + "/format", conversation_.format);
     update_template_info();
     request_count();
   });
@@ -624,7 +628,7 @@ void ChatView::new_chat() {
   expanded_thinking_.clear();
   input_->clear();
   render();
-  reload_list();
+  list_->clearSelection();  // not saved (nor listed) until its first message
   update_buttons();
   request_count();
 }
@@ -748,12 +752,13 @@ void ChatView::render() {
   doc->clear();
   QTextCursor c(doc);
   if (!conversation_.system_prompt.isEmpty()) renderer_.write_note(c, tr("System: %1").arg(conversation_.system_prompt));
-  const bool idle = ticket_ == 0;
   for (size_t i = 0; i < conversation_.messages.size(); ++i) {
     const ChatMessage& m = conversation_.messages[i];
     const bool user = m.role == "user";
     const QString text = QString::fromStdString(m.content);
-    renderer_.write_header(c, user ? tr("You") : tr("Assistant"), int(i), conversation_.branch_at(i), user, idle);
+    // The links stay while a reply streams (what is on screen then is the start of what stands
+    // there after); edit and branch switches are refused until it ends.
+    renderer_.write_header(c, user ? tr("You") : tr("Assistant"), int(i), conversation_.branch_at(i), user, true);
     if (user) {
       renderer_.write_user_text(c, text);
       continue;

@@ -175,12 +175,14 @@ void ScreenshotMode::on_chat_done() {
   chat->open_conversation(example.id);
   chat->toggle_thinking(1);
   // The reply whole: the bottom docks out of the way for this picture.
-  QWidget* bottom = w.view_widget(MainWindow::View::Throughput)->parentWidget();
-  bottom->hide();
+  const MainWindow::View docks[] = {MainWindow::View::Throughput, MainWindow::View::KvCache,
+                                    MainWindow::View::Attention, MainWindow::View::Timeline};
+  for (MainWindow::View v : docks) w.view_widget(v)->parentWidget()->hide();
   wait_for([] { return false; }, 0.1);
   chat->transcript()->verticalScrollBar()->setValue(0);  // the question, then the answer
   if (!capture("chat_markdown")) return;
-  bottom->show();
+  for (MainWindow::View v : docks) w.show_view(v);
+  w.show_view(MainWindow::View::Throughput);
   w.show_view(MainWindow::View::Models);
   w.model_library()->set_folder(QFileInfo(model_).absolutePath() + "/..", false);
   if (!capture("model_library")) return;
