@@ -97,6 +97,18 @@ void EngineWorker::post_failure(quint64 ticket, const std::string& error) {
   mailbox_.post(std::move(mail), true);
 }
 
+void EngineWorker::count_tokens(const ui::TokenCountRequest& request) {
+  QList<int> counts;
+  if (engine_) {
+    try {
+      for (const RenderedChat& chat : request.variants) counts << int(chat_prompt_ids(*engine_, chat).size());
+    } catch (const std::exception&) {
+      counts.clear();  // the meter shows nothing rather than a wrong count
+    }
+  }
+  emit tokens_counted(request.ticket, counts);
+}
+
 void EngineWorker::abort(quint64 ticket) {
   auto it = active_.find(ticket);
   if (it == active_.end()) return;  // already finished

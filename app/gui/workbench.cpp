@@ -7,6 +7,7 @@
 #include "kv_block_grid.h"
 #include "kv_block_map.h"
 #include "step_inspector_view.h"
+#include "chat_view.h"
 #include "quant_view.h"
 #include "server_view.h"
 
@@ -40,6 +41,9 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   // Generation results: emitted in the GUI thread by the mailbox, at most once per frame.
   connect(&mailbox_, &FrameMailbox::tokens, w, &ui::MainWindow::on_tokens);
   connect(&mailbox_, &FrameMailbox::telemetry, w, &ui::MainWindow::on_telemetry);
+  ui::ChatView* chat = w->chat_view();
+  connect(chat, &ui::ChatView::count_requested, e, &EngineWorker::count_tokens, Qt::QueuedConnection);
+  connect(e, &EngineWorker::tokens_counted, chat, &ui::ChatView::on_tokens_counted, Qt::QueuedConnection);
   ui::ExperimentsView* x = w->experiments_view();
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
