@@ -418,6 +418,7 @@ QWidget* MainWindow::view_widget(View view) const {
     case View::Timeline: return timeline_;
     case View::ModelInfo: return info_panel_;
     case View::Models: return library_;
+    case View::Server: return server_;
   }
   return nullptr;
 }
@@ -428,7 +429,8 @@ void MainWindow::show_view(View view) {
     case View::Completion:
     case View::Quantization:
     case View::Experiments:
-    case View::Models: tabs_->setCurrentWidget(view_widget(view)); break;
+    case View::Models:
+    case View::Server: tabs_->setCurrentWidget(view_widget(view)); break;
     case View::Throughput: throughput_dock_->show(); throughput_dock_->raise(); break;
     case View::KvCache: kv_dock_->show(); kv_dock_->raise(); break;
     case View::Attention: attention_dock_->show(); attention_dock_->raise(); break;

@@ -40,7 +40,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo, Models };
+  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo, Models, Server };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;

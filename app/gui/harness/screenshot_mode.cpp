@@ -209,6 +209,8 @@ void ScreenshotMode::on_chat_done() {
   w.show_view(MainWindow::View::Models);
   w.model_library()->set_folder(QFileInfo(model_).absolutePath() + "/..", false);
   if (!capture("model_library")) return;
+  w.show_view(MainWindow::View::Server);
+  if (!capture("server")) return;
   w.show_view(MainWindow::View::Experiments);
   ui::ExperimentsView* x = w.experiments_view();
   ui::Experiment e;

@@ -26,7 +26,8 @@ constexpr std::pair<MainWindow::View, const char*> kViews[] = {
     {MainWindow::View::Experiments, "Experiments"}, {MainWindow::View::Quantization, "Quantization"},
     {MainWindow::View::Throughput, "Throughput"}, {MainWindow::View::KvCache, "KV cache"},
     {MainWindow::View::Attention, "Attention"},   {MainWindow::View::Timeline, "Timeline"},
-    {MainWindow::View::ModelInfo, "Model info"},
+    {MainWindow::View::ModelInfo, "Model info"},  {MainWindow::View::Models, "Models"},
+    {MainWindow::View::Server, "Server"},
 };
 
 constexpr double kLoadSeconds = 120;
