@@ -1,4 +1,5 @@
 #include "screenshot_mode.h"
+#include "wait_for_events.h"
 
 #include <QApplication>
 #include <QDir>
@@ -46,14 +47,7 @@ void ScreenshotMode::start() {
 }
 
 bool ScreenshotMode::wait_for(const std::function<bool()>& done, double seconds) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > seconds * 1000) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(5);
-  }
-  return true;
+  return wait_for_events(done, seconds);
 }
 
 bool ScreenshotMode::capture(const QString& name) {

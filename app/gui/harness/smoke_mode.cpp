@@ -1,4 +1,5 @@
 #include "smoke_mode.h"
+#include "wait_for_events.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -53,14 +54,7 @@ void SmokeMode::start() {
 }
 
 bool SmokeMode::wait_for(const std::function<bool()>& done, double seconds) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > seconds * 1000) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(5);
-  }
-  return true;
+  return wait_for_events(done, seconds);
 }
 
 void SmokeMode::on_model_ready() {
