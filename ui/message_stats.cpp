@@ -14,9 +14,12 @@ QString MessageStats::footer() const {
   QStringList parts;
   parts << (output_tokens == 1 ? QObject::tr("1 token") : QObject::tr("%1 tokens").arg(output_tokens));
   if (thinking_tokens > 0) parts << QObject::tr("%1 thinking").arg(thinking_tokens);
-  const double ttft_ms = ttft_s * 1000.0;
-  parts << QObject::tr("TTFT %1 ms").arg(ttft_ms, 0, 'f', ttft_ms < 10.0 ? 1 : 0);
-  parts << QObject::tr("%1 tok/s").arg(tokens_per_second(), 0, 'f', 1);
+  // A reply without timings (written by hand, imported) shows none rather than zeros.
+  if (total_s > 0.0) {
+    const double ttft_ms = ttft_s * 1000.0;
+    parts << QObject::tr("TTFT %1 ms").arg(ttft_ms, 0, 'f', ttft_ms < 10.0 ? 1 : 0);
+    parts << QObject::tr("%1 tok/s").arg(tokens_per_second(), 0, 'f', 1);
+  }
   if (!stop_reason.isEmpty()) parts << stop_reason;
   if (dropped_turns > 0) parts << (dropped_turns == 1 ? QObject::tr("1 oldest turn left out of the prompt") : QObject::tr("%1 oldest turns left out of the prompt").arg(dropped_turns));
   if (!config.isEmpty()) parts << config;

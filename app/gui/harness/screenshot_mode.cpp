@@ -140,15 +140,13 @@ ui::Conversation markdown_example() {
   ui::Conversation c = ui::Conversation::make_new();
   c.title = "Markdown and thinking";
   c.format = "qwen3";
-  c.append({"user", "How do I count the tokens of a prompt with llmwb? Compare the CPU and CUDA backends."});
+  c.append({"user", "How do I count the tokens of a prompt with llmwb? And how do templates mark turns?"});
   ui::MessageStats s;
   s.prompt_tokens = 31;
   s.output_tokens = 214;
   s.thinking_tokens = 58;
-  s.ttft_s = 0.021;
-  s.total_s = 1.83;
   s.stop_reason = "stop";
-  s.config = "Qwen3-0.6B, cuda: NVIDIA H200, qwen3, temp 0.6, top-p 0.95, top-k 20, max 1024, ctx 4096";
+  s.config = "a hand-written example reply (no model ran), qwen3 template";
   c.append({"assistant",
             "<think>\nThe user wants token counts. The engine exposes encode(); chat prompts go through "
             "chat_prompt_ids so that control tokens come only from the template. Then a short table.\n</think>\n\n"
@@ -160,8 +158,10 @@ ui::Conversation markdown_example() {
             "```cpp\nconst RenderedChat chat = render_chat(t, messages, options);\n"
             "const std::vector<int> ids = chat_prompt_ids(engine, chat);\n"
             "std::printf(\"%zu tokens\\n\", ids.size());\n```\n\n"
-            "| Backend | Prefill | Decode |\n|---|---:|---:|\n| CPU (2 threads) | 1 900 tok/s | 310 tok/s |\n"
-            "| CUDA (H200) | 41 000 tok/s | 2 400 tok/s |\n\n"
+            "| Template | A turn starts with | A turn ends with |\n|---|---|---|\n"
+            "| ChatML, Qwen | `<|im_start|>role` | `<|im_end|>` |\n"
+            "| Llama 3 | `<|start_header_id|>role<|end_header_id|>` | `<|eot_id|>` |\n"
+            "| Llama 2 | `[INST]` | `[/INST]` |\n\n"
             "See [docs/CHAT_TEMPLATES.md](https://example.com/docs) for the templates."},
            s);
   return c;
