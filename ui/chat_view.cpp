@@ -55,6 +55,8 @@ ChatView::ChatView(QWidget* parent)
       input_(new QPlainTextEdit(this)),
       send_(new QPushButton(tr("Send"), this)),
       stop_(new QPushButton(tr("Stop"), this)),
+      hold_(new QPushButton(tr("Pause"), this)),
+      step_(new QPushButton(tr("Step"), this)),
       regenerate_(new QPushButton(tr("Regenerate"), this)),
       edit_(new QPushButton(tr("Edit last"), this)),
       sampling_(new SamplingParamsEditor(this)),
@@ -151,10 +153,18 @@ ChatView::ChatView(QWidget* parent)
   export_json->setToolTip(tr("Export the conversation, with every branch, as a JSON file"));
   send_->setToolTip(tr("Send (Ctrl+Enter)"));
   stop_->setToolTip(tr("Stop (Esc)"));
+  hold_->setObjectName("chat_pause");
+  hold_->setToolTip(tr("Hold the reply after its current token (its KV cache stays); press again to resume"));
+  step_->setObjectName("chat_step");
+  step_->setToolTip(tr("While held: generate one more token"));
+  connect(hold_, &QPushButton::clicked, this, &ChatView::toggle_pause);
+  connect(step_, &QPushButton::clicked, this, &ChatView::step_one);
   regenerate_->setToolTip(tr("Regenerate the last reply; the previous one stays as a branch (Ctrl+R)"));
   edit_->setToolTip(tr("Edit the last message; sending it again makes a branch (Ctrl+E)"));
   buttons->addWidget(send_);
   buttons->addWidget(stop_);
+  buttons->addWidget(hold_);
+  buttons->addWidget(step_);
   buttons->addWidget(regenerate_);
   buttons->addWidget(edit_);
   buttons->addStretch(1);
@@ -372,10 +382,29 @@ void ChatView::update_template_info() {
 
 QString ChatView::transcript_text() const { return transcript_->toPlainText(); }
 
+void ChatView::toggle_pause() {
+  if (ticket_ == 0) return;
+  if (paused_) emit resume_requested(ticket_);
+  else emit pause_requested(ticket_);
+}
+
+void ChatView::step_one() {
+  if (ticket_ != 0 && paused_) emit step_requested(ticket_);
+}
+
+void ChatView::on_paused(quint64 ticket, bool paused) {
+  if (ticket != ticket_) return;
+  paused_ = paused;
+  update_buttons();
+}
+
 void ChatView::update_buttons() {
   const bool idle = ticket_ == 0;
   send_->setEnabled(ready_ && idle);
   stop_->setEnabled(!idle);
+  hold_->setEnabled(!idle);
+  hold_->setText(paused_ && !idle ? tr("Resume") : tr("Pause"));
+  step_->setEnabled(!idle && paused_);
   regenerate_->setEnabled(ready_ && idle && !conversation_.messages.empty());
   edit_->setEnabled(idle && !conversation_.messages.empty());
   format_->setEnabled(idle);
@@ -549,6 +578,7 @@ void ChatView::start_reply(int dropped_messages) {
   running_config_ = engine_description(r.params);
   dropped_messages_ = dropped_messages;
   ticket_ = r.ticket;
+  paused_ = false;
   streaming_.clear();
   stream_thinking_tokens_ = 0;
   last_error_.clear();
@@ -619,6 +649,7 @@ void ChatView::focus_input() {
 void ChatView::new_chat() {
   if (ticket_ != 0) stop();
   ticket_ = 0;
+  paused_ = false;
   conversation_ = Conversation::make_new();
   conversation_.system_prompt = system_->text();
   int index = 0;
@@ -697,6 +728,7 @@ void ChatView::on_delta(const TokenDelta& d) {
     return;
   }
   ticket_ = 0;
+  paused_ = false;
   if (!d.prompt_token_ids.empty()) last_prompt_ids_ = d.prompt_token_ids;
   if (d.finish_reason == FinishReason::Error) {
     last_error_ = QString::fromStdString(d.error);
@@ -715,6 +747,8 @@ void ChatView::on_delta(const TokenDelta& d) {
     stats.stop_reason = QString::fromLatin1(to_string(d.finish_reason));
     stats.config = running_config_;
     stats.dropped_turns = dropped_messages_ / 2;
+    stats.draft_tokens = int(d.speculative.accepted);
+    stats.mean_acceptance_length = d.speculative.mean_acceptance_length();
     conversation_.append({"assistant", reply.toStdString()}, stats);
     persist();
   }

@@ -67,6 +67,9 @@ class ChatView : public QWidget {
   QLineEdit* search_box() const { return search_; }
   QString transcript_text() const;
   bool is_generating() const { return ticket_ != 0; }
+  bool is_paused() const { return paused_; }
+  QPushButton* pause_button() const { return hold_; }
+  QPushButton* step_button() const { return step_; }
   ChatFormat effective_format() const;
   ChatTemplate effective_template() const;
   // The last reply's prompt: as rendered, and as the engine tokenized it.
@@ -98,6 +101,11 @@ class ChatView : public QWidget {
   // Sends with the oldest turns left out as far as needed to fit the context.
   void truncate_and_send();
   void stop();
+  // Holds the streaming reply after its current token (its KV cache stays), lets it make one
+  // more token, lets it run on (Engine::pause / step_request / resume).
+  void toggle_pause();
+  void step_one();
+  void on_paused(quint64 ticket, bool paused);
   void regenerate();
   void edit_last();
   // Forks at user message `index`: its text returns to the input box, and sending makes a
@@ -120,6 +128,9 @@ class ChatView : public QWidget {
  signals:
   void generate_requested(const llmwb::ui::GenerationRequest& request);
   void abort_requested(quint64 ticket);
+  void pause_requested(quint64 ticket);
+  void step_requested(quint64 ticket);
+  void resume_requested(quint64 ticket);
   void count_requested(const llmwb::ui::TokenCountRequest& request);
   void error(const QString& message);
   void reply_finished();
@@ -165,6 +176,9 @@ class ChatView : public QWidget {
   QPlainTextEdit* input_;
   QPushButton* send_;
   QPushButton* stop_;
+  QPushButton* hold_;   // Pause / Resume the streaming reply (the token inspector's hold)
+  QPushButton* step_;   // one more token while held
+  bool paused_ = false;
   QPushButton* regenerate_;
   QPushButton* edit_;
   SamplingParamsEditor* sampling_;

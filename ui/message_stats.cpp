@@ -20,6 +20,10 @@ QString MessageStats::footer() const {
     parts << QObject::tr("TTFT %1 ms").arg(ttft_ms, 0, 'f', ttft_ms < 10.0 ? 1 : 0);
     parts << QObject::tr("%1 tok/s").arg(tokens_per_second(), 0, 'f', 1);
   }
+  if (draft_tokens > 0)
+    parts << QObject::tr("%1 from accepted drafts (%2 per verification)")
+                 .arg(draft_tokens)
+                 .arg(mean_acceptance_length, 0, 'f', 2);
   if (!stop_reason.isEmpty()) parts << stop_reason;
   if (dropped_turns > 0) parts << (dropped_turns == 1 ? QObject::tr("1 oldest turn left out of the prompt") : QObject::tr("%1 oldest turns left out of the prompt").arg(dropped_turns));
   if (!config.isEmpty()) parts << config;
@@ -31,6 +35,10 @@ QJsonObject MessageStats::to_json() const {
                 {"total_s", total_s},             {"stop_reason", stop_reason},     {"config", config}};
   if (thinking_tokens > 0) o["thinking_tokens"] = thinking_tokens;
   if (dropped_turns > 0) o["dropped_turns"] = dropped_turns;
+  if (draft_tokens > 0) {
+    o["draft_tokens"] = draft_tokens;
+    o["mean_acceptance_length"] = mean_acceptance_length;
+  }
   return o;
 }
 
@@ -43,6 +51,8 @@ MessageStats MessageStats::from_json(const QJsonObject& o) {
   s.total_s = o.value("total_s").toDouble();
   s.stop_reason = o.value("stop_reason").toString();
   s.config = o.value("config").toString();
+  s.draft_tokens = o.value("draft_tokens").toInt();
+  s.mean_acceptance_length = o.value("mean_acceptance_length").toDouble();
   s.dropped_turns = o.value("dropped_turns").toInt();
   return s;
 }

@@ -17,6 +17,10 @@ struct MessageStats {
   QString stop_reason;       // "stop", "length", "abort"
   QString config;            // model, backend, template and sampling that produced the reply
   int dropped_turns = 0;     // oldest turns left out of the prompt to fit the context
+  // Speculative decoding: of output_tokens, the draft guesses the model accepted, and the mean
+  // tokens one verification round yielded (0: no speculation).
+  int draft_tokens = 0;
+  double mean_acceptance_length = 0.0;
 
   bool empty() const { return output_tokens == 0 && config.isEmpty(); }
   // Decode speed: tokens after the first over the time after the first.

@@ -58,6 +58,11 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   connect(e, &EngineWorker::step_inspected, c, &ui::CompletionView::on_step_inspected, Qt::QueuedConnection);
   connect(e, &EngineWorker::inspect_failed, c, &ui::CompletionView::on_inspect_failed, Qt::QueuedConnection);
   connect(c->inspector(), &ui::StepInspectorView::blocks_read, w->kv_map()->grid(), &ui::KvBlockGrid::set_highlighted);
+  // The Chat view holds and steps its reply the same way.
+  connect(chat, &ui::ChatView::pause_requested, e, &EngineWorker::pause_generation, Qt::QueuedConnection);
+  connect(chat, &ui::ChatView::step_requested, e, &EngineWorker::step_generation, Qt::QueuedConnection);
+  connect(chat, &ui::ChatView::resume_requested, e, &EngineWorker::resume_generation, Qt::QueuedConnection);
+  connect(e, &EngineWorker::generation_paused, chat, &ui::ChatView::on_paused, Qt::QueuedConnection);
   ui::QuantView* q = w->quant_view();
   connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);
