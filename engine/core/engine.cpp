@@ -326,7 +326,9 @@ void Engine::Impl::verify(const SchedulerOutput& so, const ForwardBatch& batch) 
   for (size_t i = 0; i < so.scheduled.size(); ++i) {
     const ScheduledSeq& ss = so.scheduled[i];
     if (ss.num_spec_slots == 0) continue;
-    auto [req, st] = by_seq.at(ss.seq->seq_id);
+    // Plain pointers, not a structured binding: the emit lambda below captures them.
+    Request* const req = by_seq.at(ss.seq->seq_id).first;
+    SeqState* const st = by_seq.at(ss.seq->seq_id).second;
     Sequence& q = *st->seq;
     const std::vector<int> guesses = std::move(q.spec_tokens);
     q.spec_tokens.clear();

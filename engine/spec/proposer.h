@@ -20,7 +20,7 @@
 
 namespace llmwb {
 
-class ModelFile;
+struct ModelFile;
 class ModelRunner;
 class Tokenizer;
 struct RunnerCapabilities;
