@@ -22,7 +22,8 @@ std::string default_model_path() {
 const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
-                                          "tensor-parallel-size", "quantize", "kv-dtype", "tuning"};
+                                          "tensor-parallel-size", "pipeline-parallel-size", "dist",
+                                          "quantize", "kv-dtype", "tuning"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -37,6 +38,9 @@ const char* engine_flags_usage() {
          "  --block-size N          tokens per KV block (default 16)\n"
          "  --kv-memory SIZE        KV pool budget, e.g. 256M, 2G (default: enough for --max-num-seqs contexts)\n"
          "  --max-num-seqs N        sequences running at once (default 64)\n"
+         "  --tensor-parallel-size N  split each layer across N ranks (must divide the KV heads; default 1)\n"
+         "  --pipeline-parallel-size N  split the layers into N stages (default 1)\n"
+         "  --dist threads          how ranks communicate: threads (in-process ranks; the only one built)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
@@ -61,6 +65,10 @@ EngineConfig engine_config_from(const Args& a) {
   c.max_num_batched_tokens = static_cast<int>(a.integer("max-batched-tokens", 512, 1, 1 << 20));
   c.max_model_len = static_cast<int>(a.integer("max-model-len", 0, 0, 1 << 24));
   c.tensor_parallel_size = static_cast<int>(a.integer("tensor-parallel-size", 1, 1, 64));
+  c.pipeline_parallel_size = static_cast<int>(a.integer("pipeline-parallel-size", 1, 1, 64));
+  if (const std::string dist = a.str("dist", "threads"); dist != "threads")
+    throw UsageError("--dist: '" + dist + "' is not available (threads: ranks as threads of this process; " +
+                     "mpi and nccl are not built)");
   c.enable_prefix_caching = !a.flag("no-prefix-cache");
   c.quantize = a.str("quantize");
   c.kv_dtype = a.str("kv-dtype", "f32");

@@ -66,10 +66,17 @@ class ModelRunner {
   virtual void inspect(const ForwardBatch& batch, float* logits, StepRecording& out);
 };
 
+// How a model is split across ranks: tensor x pipeline parallel sizes (EngineConfig's).
+struct ParallelLayout {
+  int tensor = 1;
+  int pipeline = 1;
+};
+
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the
-// weights bound to `file`, which must outlive the runner.
+// weights bound to `file`, which must outlive the runner. A layout other than 1 x 1 builds the
+// CPU's ParallelRunner (parallel_runner.h); the CUDA backend runs 1 x 1 only.
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
-                                               const RunnerProgress& progress);
+                                               const RunnerProgress& progress, const ParallelLayout& layout = {});
 
 }  // namespace llmwb
