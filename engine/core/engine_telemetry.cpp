@@ -37,6 +37,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.schedule_seconds = times.schedule;
   t.forward_seconds = times.forward;
   t.sample_seconds = times.sample;
+  t.ranks = runner->rank_telemetry();
   t.num_prefill_tokens = so.num_prefill_tokens;
   t.num_decode_tokens = so.num_decode_tokens;
   // so.scheduled's sequences may be gone by now (finished requests are erased): use the counts

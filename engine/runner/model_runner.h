@@ -24,6 +24,7 @@
 #include "runner/step_recording.h"
 #include "model/llama_weights.h"
 #include "format/model_file.h"
+#include "llmwb/telemetry.h"
 
 namespace llmwb {
 
@@ -64,6 +65,9 @@ class ModelRunner {
   // pool) and one logits row; runs it like execute() and records its layers into `out`.
   // Runners that cannot look inside their pass throw llmwb::Error saying so.
   virtual void inspect(const ForwardBatch& batch, float* logits, StepRecording& out);
+  // What each rank of a parallel runner spent in the last step (compute, communication); empty
+  // for a runner of one rank.
+  virtual std::vector<RankTelemetry> rank_telemetry() const { return {}; }
 };
 
 // How a model is split across ranks: tensor x pipeline parallel sizes (EngineConfig's).

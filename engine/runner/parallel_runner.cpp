@@ -24,6 +24,7 @@ struct ParallelRunner::Rank {
   std::vector<float> act_in, act_out, logits;     // the residual stream in / out; its vocab range's logits
   std::exception_ptr error;
   RankStats stats;
+  RankTelemetry last;   // the last step
 };
 
 namespace {
@@ -135,13 +136,22 @@ void ParallelRunner::run_rank(Rank& r, const ForwardBatch& batch, int record_lay
   const bool mine = record && tp_ == 1 && local >= 0 && local < r.shard.config.n_layers;
   r.model->forward(batch, *r.kv, logits, mine ? local : -1, mine ? record : nullptr);
   if (!last) r.world_comm->send(r.act_out.data(), rows, (r.p + 1) * tp_ + r.t);
+  RankTelemetry& k = r.last;
+  k.tp_rank = r.t;
+  k.pp_stage = r.p;
+  k.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  k.allreduce_seconds = r.tp_comm->seconds - ar0;
+  k.allreduce_bytes = r.tp_comm->bytes - arb0;
+  k.recv_seconds = recv_s;
+  k.sendrecv_bytes = pp_ > 1 ? uint64_t(rows) * sizeof(float) * uint64_t((first ? 0 : 1) + (last ? 0 : 1)) : 0;
+  k.compute_seconds = k.step_seconds - k.allreduce_seconds - k.recv_seconds;
   RankStats& s = r.stats;
   ++s.steps;
-  s.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  s.allreduce_seconds += r.tp_comm->seconds - ar0;
-  s.allreduce_bytes += r.tp_comm->bytes - arb0;
-  s.recv_seconds += recv_s;
-  s.sendrecv_bytes += uint64_t(rows) * sizeof(float);
+  s.step_seconds += k.step_seconds;
+  s.allreduce_seconds += k.allreduce_seconds;
+  s.allreduce_bytes += k.allreduce_bytes;
+  s.recv_seconds += k.recv_seconds;
+  s.sendrecv_bytes += k.sendrecv_bytes;
 }
 
 void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
@@ -179,6 +189,12 @@ void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int recor
       std::copy(r.logits.data() + int64_t(i) * vl, r.logits.data() + int64_t(i + 1) * vl,
                 logits + int64_t(i) * vocab + r.shard.vocab_begin);
   }
+}
+
+std::vector<RankTelemetry> ParallelRunner::rank_telemetry() const {
+  std::vector<RankTelemetry> out;
+  for (const auto& r : ranks_) out.push_back(r->last);
+  return out;
 }
 
 std::vector<RankStats> ParallelRunner::rank_stats() const {

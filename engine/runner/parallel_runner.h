@@ -59,6 +59,7 @@ class ParallelRunner final : public ModelRunner {
   int tensor_parallel_size() const { return tp_; }
   int pipeline_parallel_size() const { return pp_; }
   std::vector<RankStats> rank_stats() const;
+  std::vector<RankTelemetry> rank_telemetry() const override;
 
  private:
   struct Rank;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "llmwb/engine.h"
 #include "llmwb/errors.h"
 #include "llmwb/llm.h"
 #include "llmwb/tuning_config.h"
@@ -258,6 +259,31 @@ TEST(ParallelRunner, TheEngineRejectsATensorParallelSizeThatDoesNotDivideTheKvHe
   c.tensor_parallel_size = 3;
   const std::string e = test::error_of([&] { LLM llm(c); });
   EXPECT_NE(e.find("tensor_parallel_size"), std::string::npos) << e;
+}
+
+TEST(ParallelRunner, StepTelemetryReportsEachRanksAllReduceAndPipelineBytes) {
+  EngineConfig c;
+  c.model = test::shared_path("models/stories260K/stories260K.gguf");
+  c.tensor_parallel_size = 2;
+  c.pipeline_parallel_size = 2;
+  c.threads = 2;
+  Engine e(c);
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 3;
+  e.add_request_tokens({1, 400, 300}, p);
+  e.step();   // the prompt: 3 tokens, one logits row
+  const StepTelemetry& t = e.telemetry();
+  ASSERT_EQ(t.ranks.size(), 4u);
+  const uint64_t row = 64 * sizeof(float);   // dim 64
+  // Stage 0 holds layers 0-1 (two all-reduces each over 3 rows), stage 1 layers 2-4, whose last
+  // layer computes past its K/V only the logits row.
+  EXPECT_EQ(t.ranks[0].allreduce_bytes, 2 * 2 * 3 * row);
+  EXPECT_EQ(t.ranks[2].allreduce_bytes, 2 * 2 * 3 * row + 2 * 1 * row);
+  EXPECT_EQ(t.ranks[1].sendrecv_bytes, 3 * row);
+  EXPECT_EQ(t.ranks[3].pp_stage, 1);
+  EXPECT_EQ(t.ranks[3].tp_rank, 1);
+  for (const RankTelemetry& r : t.ranks) EXPECT_GT(r.compute_seconds, 0.0);
 }
 
 }  // namespace
