@@ -1,50 +1,32 @@
-// parallel_runner.h — tensor and pipeline parallelism on the CPU: a ModelRunner that owns
-// tensor_parallel_size x pipeline_parallel_size ranks, each a thread with its own CpuBackend
-// (threads / tensor_parallel_size workers), its own LlamaModel over its weight shard
-// (weight_shards.h) and its own KVCache holding its stage's layers and its KV heads.
+// parallel_runner.h — tensor and pipeline parallelism on the CPU, ranks as threads of this
+// process: a ModelRunner that owns tensor_parallel_size x pipeline_parallel_size RankWorkers
+// (rank_worker.h: each its weight shard, its CpuBackend of threads / tensor_parallel_size
+// workers, its LlamaModel and its KVCache of its stage's layers and its KV heads) and one thread
+// per rank, over in-process communicators (ThreadGroup).
 //
 // A step: every rank runs the batch at once. Within a stage the tensor-parallel ranks all-reduce
-// the partial sums of wo and w2 (two per layer) over their group's Communicator; a stage > 0
-// first receives the residual stream from its peer of the stage before (rank t of stage p from
-// rank t of stage p - 1) and a stage before the last sends it on. The last stage's ranks each
-// compute their vocabulary range of the logits rows, which are gathered into the step's logits.
-// Stages run one after the other for a step (no micro-batches yet: with pipeline_parallel_size
-// P, each rank idles (P - 1) / P of a step — the bubble, measured in rank_stats()).
-// Communication is in-process (ThreadGroup); a rank that throws aborts the groups so that no
-// rank waits forever, and the step throws its error.
+// the partial sums of wo and w2 (two per layer); a stage passes the residual stream to the next;
+// the last stage's ranks each compute their vocabulary range of the logits rows, gathered here
+// into the step's logits. Stages run one after the other (no micro-batches yet: with
+// pipeline_parallel_size P each rank idles (P - 1) / P of a step, measured in rank_telemetry()).
+// A rank that throws aborts the groups so that no rank waits forever, and the step throws its
+// error (the runner is unusable after that).
 #pragma once
 
-#include <exception>
 #include <memory>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
-#include "model/llama_model.h"
 #include "parallel/thread_communicator.h"
-#include "parallel/timed_communicator.h"
 #include "runner/model_runner.h"
-#include "runner/weight_shards.h"
+#include "runner/rank_worker.h"
 
 namespace llmwb {
-
-// What one rank spent, summed over the steps so far.
-struct RankStats {
-  int tp_rank = 0, pp_stage = 0;
-  int steps = 0;
-  double step_seconds = 0;        // the rank's whole step (forward and communication)
-  double allreduce_seconds = 0;   // in the tensor-parallel all-reduces (waiting included)
-  uint64_t allreduce_bytes = 0;
-  double recv_seconds = 0;        // waiting for the previous stage (pipeline bubble + transfer)
-  uint64_t sendrecv_bytes = 0;
-  double compute_seconds() const { return step_seconds - allreduce_seconds - recv_seconds; }
-};
 
 class ParallelRunner final : public ModelRunner {
  public:
   // threads: all the ranks' together (0: the hardware's); weights bound to `file`, which must
-  // outlive the runner. Throws llmwb::Error("tensor_parallel_size" / "pipeline_parallel_size", ...)
-  // for a split the model does not allow.
+  // outlive the runner.
   ParallelRunner(int tensor_parallel_size, int pipeline_parallel_size, int threads, const TuningConfig& tuning,
                  ModelFile& file, const LlamaWeights& weights, const RunnerProgress& progress);
   ~ParallelRunner() override;
@@ -55,22 +37,23 @@ class ParallelRunner final : public ModelRunner {
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                DeviceSampled* sampled) override;
+  std::vector<RankTelemetry> rank_telemetry() const override;
 
   int tensor_parallel_size() const { return tp_; }
   int pipeline_parallel_size() const { return pp_; }
   std::vector<RankStats> rank_stats() const;
-  std::vector<RankTelemetry> rank_telemetry() const override;
 
  private:
-  struct Rank;
-  void run_rank(Rank& r, const ForwardBatch& batch, int record_layer, AttentionRecord* record);
   int tp_, pp_;
   int vocab_size_;
-  int threads_per_rank_ = 1;
-  std::vector<std::unique_ptr<Rank>> ranks_;   // stage-major: rank p * tp + t
-  std::unique_ptr<ThreadGroup> world_;         // all ranks: the stages' send / recv
+  std::unique_ptr<ThreadGroup> world_;                    // all ranks: the stages' send / recv
   std::vector<std::unique_ptr<ThreadGroup>> tp_groups_;   // one per stage: its all-reduces
-  std::unique_ptr<ThreadPool> workers_;        // one thread per rank
+  std::vector<std::unique_ptr<RankWorker>> ranks_;        // stage-major: rank p * tp + t
+  std::unique_ptr<ThreadPool> workers_;                   // one thread per rank
 };
+
+// The logits rows of a step from the last stage's vocabulary ranges: rank t's rows of
+// vocab_size(t) values go to columns [vocab_begin(t), ...) of `logits` (rows of `vocab`).
+void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int rows, int vocab, float* logits);
 
 }  // namespace llmwb

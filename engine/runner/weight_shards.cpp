@@ -70,6 +70,18 @@ std::pair<int64_t, int64_t> split_range(int64_t total, int n, int i, int64_t ali
   return {a, b};
 }
 
+void check_parallel_layout(const ModelConfig& c, int tp, int pp) {
+  if (tp < 1) throw Error("tensor_parallel_size", "must be >= 1, got " + std::to_string(tp));
+  if (pp < 1) throw Error("pipeline_parallel_size", "must be >= 1, got " + std::to_string(pp));
+  if (c.n_kv_heads % tp != 0)
+    throw Error("tensor_parallel_size", std::to_string(tp) + " does not divide the model's " +
+                                            std::to_string(c.n_kv_heads) +
+                                            " KV heads (each rank holds whole KV heads and their query heads)");
+  if (pp > c.n_layers)
+    throw Error("pipeline_parallel_size", std::to_string(pp) + " stages for the model's " +
+                                              std::to_string(c.n_layers) + " layers: at most one stage per layer");
+}
+
 WeightShard make_weight_shard(const ModelConfig& c, const LlamaWeights& w, const ShardSpec& s) {
   const int T = s.tp_size, t = s.tp_rank;
   if (T < 1 || c.n_kv_heads % T != 0)

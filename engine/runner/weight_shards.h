@@ -34,6 +34,10 @@ struct WeightShard {
 // column split cannot fall on the weights' block boundaries.
 WeightShard make_weight_shard(const ModelConfig& config, const LlamaWeights& weights, const ShardSpec& spec);
 
+// Throws llmwb::Error("tensor_parallel_size" / "pipeline_parallel_size", ...) unless tp divides
+// the KV heads and 1 <= pp <= the layers.
+void check_parallel_layout(const ModelConfig& config, int tp, int pp);
+
 // [begin, end) of part `i` of `n` of [0, total), boundaries on multiples of `align` (the last
 // part ends at total); throws llmwb::Error(field, ...) when a part would be empty.
 std::pair<int64_t, int64_t> split_range(int64_t total, int n, int i, int64_t align, const char* field,
