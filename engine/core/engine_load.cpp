@@ -65,7 +65,7 @@ void Engine::Impl::load(const LoadProgress& progress) {
 
   runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights),
                              [&](double f, const std::string& what) { return !progress || progress(0.9 + 0.1 * f, what); },
-                             ParallelLayout{cfg.tensor_parallel_size, cfg.pipeline_parallel_size});
+                             ParallelLayout{cfg.tensor_parallel_size, cfg.pipeline_parallel_size, cfg.dist, cfg.quantize});
   caps = runner->capabilities();
   const std::vector<KVDType>& kinds = caps.kv_dtypes;
   if (std::find(kinds.begin(), kinds.end(), kv_dtype) == kinds.end())

@@ -24,6 +24,8 @@ class Communicator {
   virtual void all_gather(const float* in, int64_t n, float* out) = 0;
   // x (n floats) := root's x on every rank.
   virtual void broadcast(float* x, int64_t n, int root) = 0;
+  // bytes at data := root's on every rank (the step metadata rank 0 sends its workers).
+  virtual void broadcast_bytes(void* data, int64_t bytes, int root) = 0;
   // Point to point: send blocks until the receiver has taken the data; recv blocks until it arrives.
   // Messages from one sender to one receiver arrive in order.
   virtual void send(const float* x, int64_t n, int to) = 0;

@@ -50,6 +50,17 @@ class ThreadCommunicator final : public Communicator {
     g_.barrier();
   }
 
+  void broadcast_bytes(void* data, int64_t bytes, int root) override {
+    check_rank(root, "broadcast");
+    g_.ptrs[size_t(rank_)] = static_cast<const float*>(data);
+    g_.barrier();
+    if (rank_ != root) {
+      const auto* src = reinterpret_cast<const uint8_t*>(g_.ptrs[size_t(root)]);
+      std::copy(src, src + bytes, static_cast<uint8_t*>(data));
+    }
+    g_.barrier();
+  }
+
   void send(const float* x, int64_t n, int to) override {
     check_rank(to, "send");
     std::unique_lock lock(g_.mu);

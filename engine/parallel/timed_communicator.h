@@ -21,6 +21,7 @@ class TimedCommunicator final : public Communicator {
   void all_reduce_sum(float* x, int64_t n) override { timed(n, [&] { c_.all_reduce_sum(x, n); }); }
   void all_gather(const float* in, int64_t n, float* out) override { timed(n, [&] { c_.all_gather(in, n, out); }); }
   void broadcast(float* x, int64_t n, int root) override { timed(n, [&] { c_.broadcast(x, n, root); }); }
+  void broadcast_bytes(void* d, int64_t b, int root) override { c_.broadcast_bytes(d, b, root); }
   void send(const float* x, int64_t n, int to) override { timed(n, [&] { c_.send(x, n, to); }); }
   void recv(float* x, int64_t n, int from) override { timed(n, [&] { c_.recv(x, n, from); }); }
   void abort(const char* why) override { c_.abort(why); }

@@ -5,6 +5,9 @@
 #include "runner/cpu_runner.h"
 #include "runner/cuda_runner.h"
 #include "runner/parallel_runner.h"
+#if LLMWB_HAVE_MPI
+#include "runner/mpi/mpi_runner.h"
+#endif
 
 namespace llmwb {
 
@@ -15,6 +18,16 @@ void ModelRunner::inspect(const ForwardBatch&, float*, StepRecording&) {
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
                                                const RunnerProgress& progress, const ParallelLayout& layout) {
+  if (layout.dist != "threads" && layout.dist != "mpi")
+    throw Error("dist", "'" + layout.dist + "' is not a way for ranks to talk (threads or mpi)");
+  if (layout.dist == "mpi") {
+#if LLMWB_HAVE_MPI
+    if (backend != "cpu") throw Error("dist", "mpi runs the cpu backend's ranks");
+    return std::make_unique<MpiRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, layout.quantize);
+#else
+    throw Error("dist", "this build has no MPI (configure with libopenmpi-dev installed, LLMWB_MPI=ON)");
+#endif
+  }
   const bool parallel = layout.tensor != 1 || layout.pipeline != 1;
   if (parallel && backend != "cpu")
     throw Error("tensor_parallel_size", "the " + backend + " backend runs 1 x 1 (tensor and pipeline "

@@ -74,6 +74,8 @@ class ModelRunner {
 struct ParallelLayout {
   int tensor = 1;
   int pipeline = 1;
+  std::string dist = "threads";   // "threads" or "mpi" (EngineConfig::dist)
+  std::string quantize;           // EngineConfig::quantize: every MPI rank must have quantized alike
 };
 
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the
