@@ -25,6 +25,8 @@ struct ExperimentConfig {
   bool enable_prefix_caching = true;
   QString kv_dtype = "f32";
   QString quantize;  // "" = as stored
+  int tensor_parallel_size = 1;     // in-process ranks (docs/PARALLEL.md)
+  int pipeline_parallel_size = 1;
 
   static ExperimentConfig named(const QString& name, int threads = 0, int block_size = 16) {
     ExperimentConfig c;
