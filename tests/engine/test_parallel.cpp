@@ -218,6 +218,15 @@ TEST(ParallelRunner, ATensorParallelSizeThatDoesNotDivideTheKvHeadsIsAClearError
   EXPECT_NE(e.find("does not divide the model's 2 KV heads"), std::string::npos) << e;
 }
 
+TEST(ParallelRunner, AQuantizedSplitThatWouldCutABlockIsAClearError) {
+  // head_dim 16: at TP 4 each rank's wo columns are 16 wide, half a Q8_0 block.
+  const std::string m = test::make_test_model("parallel", "q8small", 64, 128, 4, 4, 300, DType::Q8_0, 15);
+  const std::string e = test::error_of([&] { run_model(m, 4, 1, 1); });
+  EXPECT_NE(e.find("tensor_parallel_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("not on a block boundary"), std::string::npos) << e;
+  EXPECT_EQ(run_model(m, 2, 1, 2).tokens, run_model(m, 1, 1, 2).tokens);   // 32 columns: whole blocks
+}
+
 TEST(ParallelRunner, MorePipelineStagesThanLayersIsAClearError) {
   const std::string m = test::make_test_model("parallel", "mha", 64, 96, 4, 4, 300, DType::F32, 11);
   const std::string e = test::error_of([&] { run_model(m, 1, 3, 1); });
