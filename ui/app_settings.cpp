@@ -20,6 +20,7 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.kv_memory_bytes = uint64_t(kv_memory_mib) * 1024 * 1024;
   c.kv_dtype = kv_dtype.toStdString();
   c.enable_prefix_caching = enable_prefix_caching;
+  c.speculative = parse_speculative(speculative.toStdString(), spec_k);   // checked when chosen
   return c;
 }
 
@@ -42,6 +43,8 @@ AppSettings AppSettings::load() {
   a.kv_memory_mib = s.value("kv_memory_mib", a.kv_memory_mib).toInt();
   a.kv_dtype = s.value("kv_dtype", a.kv_dtype).toString();
   a.enable_prefix_caching = s.value("enable_prefix_caching", a.enable_prefix_caching).toBool();
+  a.speculative = s.value("speculative", a.speculative).toString();
+  a.spec_k = s.value("spec_k", a.spec_k).toInt();
   s.endGroup();
   a.step_delay_ms = s.value("view/step_delay_ms", a.step_delay_ms).toInt();
   a.theme = s.value("view/theme", a.theme).toString();
@@ -60,6 +63,8 @@ void AppSettings::save() const {
   s.setValue("kv_memory_mib", kv_memory_mib);
   s.setValue("kv_dtype", kv_dtype);
   s.setValue("enable_prefix_caching", enable_prefix_caching);
+  s.setValue("speculative", speculative);
+  s.setValue("spec_k", spec_k);
   s.endGroup();
   s.setValue("view/step_delay_ms", step_delay_ms);
   s.setValue("view/theme", theme);

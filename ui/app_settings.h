@@ -19,6 +19,10 @@ struct AppSettings {
   int kv_memory_mib = 0;  // 0 = the engine's default budget
   QString kv_dtype = "f32";  // KV cache element type, one of llmwb::kv_dtypes()
   bool enable_prefix_caching = true;
+  // Speculative decoding, in llmwb::parse_speculative's form ("off", "ngram", "self-int4",
+  // "layers:K", "draft:PATH"), and tokens guessed per step (0 = adaptive).
+  QString speculative = "off";
+  int spec_k = 0;
   // Slow motion between engine steps, for watching the KV cache and timeline (0 = off).
   int step_delay_ms = 0;
   QString theme = "system";  // "system", "light", "dark"

@@ -63,7 +63,8 @@ CompletionView::CompletionView(QWidget* parent)
   (new QVBoxLayout(prompt_box))->addWidget(prompt_);
   auto* output_box = new QGroupBox(tr("Generation"), this);
   (new QVBoxLayout(output_box))->addWidget(output_);
-  auto* chips_box = new QGroupBox(tr("Tokens (hover for id and probability, click to inspect the step)"), this);
+  auto* chips_box = new QGroupBox(
+      tr("Tokens (hover for id and probability, click to inspect the step; underlined: accepted draft guesses)"), this);
   auto* chips_split = new QSplitter(Qt::Horizontal, chips_box);
   chips_split->addWidget(chips_);
   chips_split->addWidget(inspector_);
@@ -111,6 +112,7 @@ CompletionView::CompletionView(QWidget* parent)
 }
 
 QString CompletionView::output_text() const { return output_->toPlainText(); }
+QString CompletionView::stats_text() const { return stats_->text(); }
 
 void CompletionView::set_model_ready(bool ready) {
   ready_ = ready;
@@ -263,10 +265,16 @@ void CompletionView::on_delta(const TokenDelta& d) {
     c.endEditBlock();
     if (at_end) output_->verticalScrollBar()->setValue(output_->verticalScrollBar()->maximum());
   }
-  if (on_screen) chips_->append(d.token_ids, d.token_probs);
+  if (on_screen) chips_->append(d.token_ids, d.token_probs, d.token_from_draft);
   generated_tokens_ = d.num_output_tokens;
+  // Speculative decoding: how much of the output the draft guessed right.
+  const QString spec = d.speculative.drafts == 0
+                           ? QString()
+                           : tr(" · %1% of guesses accepted · %2 tokens per verification")
+                                 .arg(100.0 * d.speculative.acceptance_rate(), 0, 'f', 0)
+                                 .arg(d.speculative.mean_acceptance_length(), 0, 'f', 2);
   if (!d.finished) {
-    stats_->setText(tr("%1 tokens · TTFT %2 ms").arg(generated_tokens_).arg(d.time_to_first_token * 1000, 0, 'f', 1));
+    stats_->setText(tr("%1 tokens · TTFT %2 ms").arg(generated_tokens_).arg(d.time_to_first_token * 1000, 0, 'f', 1) + spec);
     return;
   }
   last_reason_ = d.finish_reason;
@@ -279,6 +287,7 @@ void CompletionView::on_delta(const TokenDelta& d) {
                      .arg(d.time_to_first_token * 1000, 0, 'f', 1)
                      .arg(tpot * 1000, 0, 'f', 2)
                      .arg(d.total_time > 0 ? generated_tokens_ / d.total_time : 0.0, 0, 'f', 0);
+  line += spec;
   if (!d.error.empty()) line = tr("Error: %1").arg(QString::fromStdString(d.error));
   stats_->setText(line);
   update_buttons();

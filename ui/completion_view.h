@@ -33,6 +33,8 @@ class CompletionView : public QWidget {
   QPushButton* generate_button() const { return generate_; }
   QPushButton* stop_button() const { return stop_; }
   TokenChipsView* chips() const { return chips_; }
+  // The statistics line under the buttons (tokens, TTFT, TPOT, speculation's acceptance).
+  QString stats_text() const;
   QPushButton* pause_button() const { return pause_; }
   QPushButton* step_button() const { return step_; }
   QPushButton* resume_button() const { return resume_; }

@@ -21,6 +21,7 @@ EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
   base.quantize = quantize.toStdString();
   base.tensor_parallel_size = tensor_parallel_size;
   base.pipeline_parallel_size = pipeline_parallel_size;
+  base.speculative = parse_speculative(speculative.toStdString(), spec_k);
   return base;
 }
 
@@ -35,7 +36,11 @@ QJsonObject ExperimentConfig::to_json() const {
                 {"quantize", quantize},
                 {"tensor_parallel_size", tensor_parallel_size},
                 {"pipeline_parallel_size", pipeline_parallel_size}};
-  if (!backend.isEmpty()) o["backend"] = backend;   // absent: as in Settings (files from before the column)
+  if (!backend.isEmpty()) o["backend"] = backend;
+  if (!speculative.isEmpty()) {
+    o["speculative"] = speculative;
+    o["spec_k"] = spec_k;
+  }   // absent: as in Settings (files from before the column)
   return o;
 }
 
@@ -52,6 +57,9 @@ ExperimentConfig ExperimentConfig::from_json(const QJsonObject& o) {
   c.quantize = o.value("quantize").toString(c.quantize);
   c.tensor_parallel_size = o.value("tensor_parallel_size").toInt(c.tensor_parallel_size);
   c.pipeline_parallel_size = o.value("pipeline_parallel_size").toInt(c.pipeline_parallel_size);
+  c.speculative = o.value("speculative").toString(c.speculative);
+  if (c.speculative == "off") c.speculative.clear();
+  c.spec_k = o.value("spec_k").toInt(c.spec_k);
   return c;
 }
 

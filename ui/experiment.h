@@ -25,6 +25,8 @@ struct ExperimentConfig {
   bool enable_prefix_caching = true;
   QString kv_dtype = "f32";
   QString quantize;  // "" = as stored
+  QString speculative;  // "" = off; else llmwb::parse_speculative's form ("ngram", "self-int4", ...)
+  int spec_k = 0;       // guesses per step; 0 = adaptive
   int tensor_parallel_size = 1;     // in-process ranks (docs/PARALLEL.md)
   int pipeline_parallel_size = 1;
 
@@ -35,7 +37,8 @@ struct ExperimentConfig {
     c.block_size = block_size;
     return c;
   }
-  // `base` supplies the model, tokenizer and everything an experiment does not vary.
+  // `base` supplies the model, tokenizer and everything an experiment does not vary. Throws
+  // llmwb::Error for a speculation the engine does not know.
   EngineConfig apply_to(EngineConfig base) const;
   QJsonObject to_json() const;
   static ExperimentConfig from_json(const QJsonObject& o);

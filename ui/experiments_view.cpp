@@ -38,10 +38,11 @@ namespace llmwb::ui {
 namespace {
 enum Column {
   kName, kBackend, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize,
-  kTensorParallel, kPipelineParallel, kColumns
+  kSpeculative, kSpecK, kTensorParallel, kPipelineParallel, kColumns
 };
 const char* const kHeaders[] = {"name", "backend", "threads", "block size", "max seqs", "max batched tokens",
-                                "prefix cache", "KV dtype", "quantize", "tensor parallel", "pipeline parallel"};
+                                "prefix cache", "KV dtype", "quantize", "speculation", "guesses/step",
+                                "tensor parallel", "pipeline parallel"};
 }  // namespace
 
 ExperimentsView::ExperimentsView(QWidget* parent)
@@ -213,6 +214,13 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   for (const std::string& q : llmwb::quantize_schemes()) quant->addItem(QString::fromStdString(q));
   quant->setCurrentText(c.quantize);
   configs_->setCellWidget(row, kQuantize, quant);
+  // Speculative decoding, as in Settings (llmwb::parse_speculative's form; draft:PATH is typed).
+  auto* spec = new QComboBox(configs_);
+  spec->setEditable(true);
+  spec->addItems({"off", "ngram", "ngram:2:4", "self-int4", "layers:2", "draft:"});
+  spec->setCurrentText(c.speculative.isEmpty() ? "off" : c.speculative);
+  configs_->setCellWidget(row, kSpeculative, spec);
+  spin(kSpecK, c.spec_k, 0, 64, tr("adaptive"));
   // Choosing a scheme is asking what it costs: the accuracy columns come with it.
   connect(quant, &QComboBox::textActivated, this, [this](const QString& scheme) {
     if (!scheme.isEmpty()) accuracy_->setChecked(true);
@@ -239,6 +247,9 @@ Experiment ExperimentsView::experiment() const {
     c.enable_prefix_caching = static_cast<QCheckBox*>(configs_->cellWidget(row, kPrefixCache))->isChecked();
     c.kv_dtype = static_cast<QComboBox*>(configs_->cellWidget(row, kKvDtype))->currentText();
     c.quantize = static_cast<QComboBox*>(configs_->cellWidget(row, kQuantize))->currentText();
+    c.speculative = static_cast<QComboBox*>(configs_->cellWidget(row, kSpeculative))->currentText().trimmed();
+    if (c.speculative == "off") c.speculative.clear();
+    c.spec_k = static_cast<QSpinBox*>(configs_->cellWidget(row, kSpecK))->value();
     c.tensor_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kTensorParallel))->value();
     c.pipeline_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kPipelineParallel))->value();
     e.configs.push_back(c);

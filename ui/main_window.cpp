@@ -5,6 +5,9 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -25,7 +28,9 @@
 #include "llmwb/build_info.h"
 #include "llmwb/chat_template.h"
 #include "message_banner.h"
+#include "model_defaults.h"
 #include "model_info_panel.h"
+#include "model_library.h"
 #include "quant_view.h"
 #include "server_view.h"
 #include "settings_dialog.h"
@@ -49,6 +54,7 @@ MainWindow::MainWindow(QWidget* parent)
       experiments_(new ExperimentsView(this)),
       quant_(new QuantView(this)),
       server_(new ServerView(this)),
+      library_(new ModelLibrary(this)),
       throughput_(new ThroughputChart(this)),
       kv_(new KvBlockMap(this)),
       attention_(new AttentionHeatmap(this)),
@@ -77,6 +83,9 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(experiments_, tr("Experiments"));
   tabs_->addTab(quant_, tr("Quantization"));
   tabs_->addTab(server_, tr("Server"));
+  tabs_->addTab(library_, tr("Models"));
+  connect(library_, &ModelLibrary::open_requested, this, [this](const QString& path) { open_model(path); });
+  setAcceptDrops(true);
 
   info_dock_ = add_dock(tr("Model"), "dock_model", info_panel_, Qt::RightDockWidgetArea);
   throughput_dock_ = add_dock(tr("Throughput"), "dock_throughput", throughput_, Qt::BottomDockWidgetArea);
@@ -161,6 +170,14 @@ void MainWindow::build_menus() {
     chat_->new_chat();
   });
   new_chat->setShortcut(QKeySequence::New);
+  QAction* focus_input = gen->addAction(tr("Go to the Chat &Input"), this, [this] {
+    tabs_->setCurrentWidget(chat_);
+    chat_->focus_input();
+  });
+  focus_input->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  focus_input->setShortcutContext(Qt::ApplicationShortcut);
+  QAction* library = gen->addAction(tr("&Model Library"), this, [this] { show_view(View::Models); });
+  library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : {info_dock_, throughput_dock_, kv_dock_, attention_dock_, timeline_dock_})
@@ -256,7 +273,10 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   progress_->show();
   cancel_load_->show();
   emit step_delay_requested(settings_.step_delay_ms);
-  emit load_requested(settings_.engine_config(loading_path_, tokenizer), ++load_ticket_);
+  EngineConfig config = settings_.engine_config(loading_path_, tokenizer);
+  // The context length last chosen for this model, if one was.
+  if (const int n = model_defaults::context_length(loading_path_); n > 0) config.max_model_len = n;
+  emit load_requested(config, ++load_ticket_);
   return true;
 }
 
@@ -297,6 +317,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   completion_->set_vocabulary(vocabulary);
   completion_->set_model_ready(true);
   chat_->set_model(true, chat_template, name);
+  chat_->set_model_details(info);
   experiments_->set_vocabulary(vocabulary);
   experiments_->set_model_ready(true);
   quant_->set_model_ready(true);
@@ -355,6 +376,9 @@ void MainWindow::set_settings(const AppSettings& s) {
                               s.max_num_batched_tokens != settings_.max_num_batched_tokens ||
                               s.max_model_len != settings_.max_model_len || s.kv_memory_mib != settings_.kv_memory_mib ||
                               s.enable_prefix_caching != settings_.enable_prefix_caching;
+  // A context length chosen while a model is loaded is that model's from now on.
+  if (loaded_ && s.max_model_len != settings_.max_model_len)
+    model_defaults::set_context_length(loading_path_, s.max_model_len);
   settings_ = s;
   settings_.save();
   apply_theme(settings_.theme);
@@ -393,6 +417,8 @@ QWidget* MainWindow::view_widget(View view) const {
     case View::Attention: return attention_;
     case View::Timeline: return timeline_;
     case View::ModelInfo: return info_panel_;
+    case View::Models: return library_;
+    case View::Server: return server_;
   }
   return nullptr;
 }
@@ -402,13 +428,35 @@ void MainWindow::show_view(View view) {
     case View::Chat:
     case View::Completion:
     case View::Quantization:
-    case View::Experiments: tabs_->setCurrentWidget(view_widget(view)); break;
+    case View::Experiments:
+    case View::Models:
+    case View::Server: tabs_->setCurrentWidget(view_widget(view)); break;
     case View::Throughput: throughput_dock_->show(); throughput_dock_->raise(); break;
     case View::KvCache: kv_dock_->show(); kv_dock_->raise(); break;
     case View::Attention: attention_dock_->show(); attention_dock_->raise(); break;
     case View::Timeline: timeline_dock_->show(); timeline_dock_->raise(); break;
     case View::ModelInfo: info_dock_->show(); info_dock_->raise(); break;
   }
+}
+
+namespace {
+// The one local file or folder a drag carries, or nothing.
+QString dropped_path(const QMimeData* mime) {
+  if (!mime || !mime->hasUrls() || mime->urls().size() != 1 || !mime->urls().front().isLocalFile()) return {};
+  return mime->urls().front().toLocalFile();
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (!dropped_path(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QString path = dropped_path(event->mimeData());
+  if (path.isEmpty()) return;
+  event->acceptProposedAction();
+  // A .safetensors file stands for its Hugging Face folder.
+  open_model(path.endsWith(".safetensors") ? QFileInfo(path).absolutePath() : path);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -29,6 +29,7 @@ class CompletionView;
 class ExperimentsView;
 class KvBlockMap;
 class MessageBanner;
+class ModelLibrary;
 class ModelInfoPanel;
 class QuantView;
 class ServerView;
@@ -39,7 +40,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo };
+  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo, Models, Server };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -70,6 +71,7 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline_view() const { return timeline_; }
   ModelInfoPanel* model_info_panel() const { return info_panel_; }
   MessageBanner* banner() const { return banner_; }
+  ModelLibrary* model_library() const { return library_; }
 
  public slots:
   void on_load_progress(double fraction, const QString& what);
@@ -98,6 +100,9 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  // A model file or folder dropped onto the window opens it.
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void build_menus();
@@ -127,6 +132,7 @@ class MainWindow : public QMainWindow {
   ExperimentsView* experiments_;
   QuantView* quant_;
   ServerView* server_;
+  ModelLibrary* library_;
   ThroughputChart* throughput_;
   KvBlockMap* kv_;
   AttentionHeatmap* attention_;

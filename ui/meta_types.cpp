@@ -10,6 +10,7 @@ void register_meta_types() {
   qRegisterMetaType<llmwb::StepInspection>();
   qRegisterMetaType<GenerationRequest>();
   qRegisterMetaType<TokenDelta>();
+  qRegisterMetaType<TokenCountRequest>();
   qRegisterMetaType<TelemetryFrame>();
   qRegisterMetaType<Experiment>();
   qRegisterMetaType<ExperimentResult>();

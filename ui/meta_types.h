@@ -13,6 +13,7 @@
 #include "llmwb/quant_report.h"
 #include "step_inspection_meta.h"
 #include "telemetry_frame.h"
+#include "token_count_request.h"
 #include "token_delta.h"
 
 Q_DECLARE_METATYPE(llmwb::EngineConfig)

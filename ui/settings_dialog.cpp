@@ -5,11 +5,13 @@
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QMessageBox>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include "llmwb/backends.h"
+#include "llmwb/errors.h"
 
 namespace llmwb::ui {
 
@@ -40,6 +42,8 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
       kv_memory_(new QSpinBox(this)),
       kv_dtype_(new QComboBox(this)),
       prefix_cache_(new QCheckBox(tr("reuse KV blocks of shared prompt prefixes"), this)),
+      speculative_(new QComboBox(this)),
+      spec_k_(new QSpinBox(this)),
       step_delay_(new QSpinBox(this)),
       theme_(new QComboBox(this)) {
   setWindowTitle(tr("Settings"));
@@ -68,6 +72,16 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   for (const std::string& d : kv_dtypes()) kv_dtype_->addItem(QString::fromStdString(d));
   kv_dtype_->setCurrentIndex(std::max(0, kv_dtype_->findText(s.kv_dtype)));
   prefix_cache_->setChecked(s.enable_prefix_caching);
+  speculative_->setObjectName("speculative");
+  speculative_->setEditable(true);
+  speculative_->addItems({"off", "ngram", "ngram:2:4", "self-int4", "layers:2", "draft:"});
+  speculative_->setCurrentText(s.speculative);
+  speculative_->setToolTip(tr("Speculative decoding: a cheap proposer guesses tokens that the model checks in one pass; "
+                              "the output is unchanged. ngram: prompt lookup; self-int4: the model's own weights at 4 "
+                              "bits; layers:K: its first K layers; draft:PATH: a smaller model with the same vocabulary"));
+  spec_k_->setRange(0, 64);
+  spec_k_->setSpecialValueText(tr("adaptive"));
+  spec_k_->setValue(s.spec_k);
   step_delay_->setRange(0, 2000);
   step_delay_->setSuffix(" ms");
   step_delay_->setSpecialValueText(tr("off"));
@@ -88,6 +102,8 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   ef->addRow(tr("KV cache memory"), kv_memory_);
   ef->addRow(tr("KV cache element type"), kv_dtype_);
   ef->addRow(tr("Prefix cache"), prefix_cache_);
+  ef->addRow(tr("Speculative decoding"), speculative_);
+  ef->addRow(tr("Guessed tokens per step"), spec_k_);
   auto* view = new QGroupBox(tr("View"), this);
   auto* vf = new QFormLayout(view);
   vf->addRow(tr("Slow motion per step"), step_delay_);
@@ -112,9 +128,22 @@ AppSettings SettingsDialog::settings() const {
   s.kv_memory_mib = kv_memory_->value();
   s.kv_dtype = kv_dtype_->currentText();
   s.enable_prefix_caching = prefix_cache_->isChecked();
+  s.speculative = speculative_->currentText().trimmed();
+  if (s.speculative.isEmpty()) s.speculative = "off";
+  s.spec_k = spec_k_->value();
   s.step_delay_ms = step_delay_->value();
   s.theme = theme_->currentData().toString();
   return s;
+}
+
+void SettingsDialog::accept() {
+  try {
+    parse_speculative(settings().speculative.toStdString());
+  } catch (const Error& e) {
+    QMessageBox::warning(this, tr("Speculative decoding"), QString::fromStdString(e.what()));
+    return;
+  }
+  QDialog::accept();
 }
 
 }  // namespace llmwb::ui

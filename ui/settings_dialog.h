@@ -25,6 +25,9 @@ class SettingsDialog : public QDialog {
   explicit SettingsDialog(const AppSettings& settings, QWidget* parent = nullptr);
   AppSettings settings() const;
   QComboBox* backend_box() const { return backend_; }
+  QComboBox* speculative_box() const { return speculative_; }
+  // OK: refuses (with a message) a speculation method the engine would not accept.
+  void accept() override;
 
  private:
   AppSettings base_;
@@ -37,6 +40,8 @@ class SettingsDialog : public QDialog {
   QSpinBox* kv_memory_;
   QComboBox* kv_dtype_;
   QCheckBox* prefix_cache_;
+  QComboBox* speculative_;   // editable: draft:PATH is typed
+  QSpinBox* spec_k_;
   QSpinBox* step_delay_;
   QComboBox* theme_;
 };

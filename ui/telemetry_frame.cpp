@@ -10,6 +10,10 @@ StepRecord StepRecord::from(const StepTelemetry& t) {
   r.schedule_seconds = t.schedule_seconds;
   r.forward_seconds = t.forward_seconds;
   r.sample_seconds = t.sample_seconds;
+  r.draft_seconds = t.draft_seconds;
+  r.spec_drafted = int(t.speculative_step.drafted);
+  r.spec_accepted = int(t.speculative_step.accepted);
+  r.spec_drafts = int(t.speculative_step.drafts);
   r.num_prefill_tokens = t.num_prefill_tokens;
   r.num_decode_tokens = t.num_decode_tokens;
   r.num_prefill_seqs = t.num_prefill_seqs;

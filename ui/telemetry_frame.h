@@ -19,6 +19,10 @@ struct StepRecord {
   double time = 0.0;  // end of the step, seconds since the engine started
   double step_seconds = 0.0;
   double schedule_seconds = 0.0, forward_seconds = 0.0, sample_seconds = 0.0;
+  // Speculative decoding: the proposer's time before the forward pass (which then verifies),
+  // and the step's guesses.
+  double draft_seconds = 0.0;
+  int spec_drafted = 0, spec_accepted = 0, spec_drafts = 0;
   int num_prefill_tokens = 0, num_decode_tokens = 0;
   int num_prefill_seqs = 0, num_decode_seqs = 0;
   int num_running = 0, num_waiting = 0;

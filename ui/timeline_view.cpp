@@ -10,27 +10,31 @@ namespace llmwb::ui {
 
 namespace {
 // Gantt rows, top to bottom.
-enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kSchedule = 3 };
+enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kDraft = 3, kSchedule = 4 };
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
-    : LiveView(parent), gantt_(new LivePlot(this)), batch_(new LivePlot(this)) {
+    : LiveView(parent), gantt_(new LivePlot(this)), batch_(new LivePlot(this)), spec_(new LivePlot(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(gantt_);
   split->addWidget(batch_);
+  split->addWidget(spec_);
   layout->addWidget(split);
+  spec_->setObjectName("speculation_chart");
+  spec_->setMinimumHeight(110);
   gantt_->setMinimumHeight(130);
   batch_->setMinimumHeight(130);
 
   QSharedPointer<QCPAxisTickerText> rows(new QCPAxisTickerText);
   rows->addTick(kSchedule, tr("schedule"));
+  rows->addTick(kDraft, tr("draft"));
   rows->addTick(kPrefill, tr("prefill"));
-  rows->addTick(kDecode, tr("decode"));
+  rows->addTick(kDecode, tr("decode / verify"));
   rows->addTick(kSample, tr("sample"));
   gantt_->yAxis->setTicker(rows);
-  gantt_->yAxis->setRange(-0.6, 3.6);
+  gantt_->yAxis->setRange(-0.6, 4.6);
   gantt_->xAxis->setLabel(tr("milliseconds before the newest step ended"));
 
   prefill_bars_ = new QCPBars(batch_->xAxis, batch_->yAxis);
@@ -54,13 +58,35 @@ TimelineView::TimelineView(QWidget* parent)
   batch_->yAxis->setLabel(tr("tokens"));
   use_integer_ticks(batch_->yAxis);
   put_legend_below(batch_);
+  acceptance_bars_ = new QCPBars(spec_->xAxis, spec_->yAxis);
+  acceptance_bars_->setName(tr("acceptance at draft position"));
+  acceptance_bars_->setBrush(series_color(4));
+  acceptance_bars_->setPen(Qt::NoPen);
+  acceptance_bars_->setLayer(spec_->live_layer());
+  mean_length_ = spec_->addGraph(spec_->xAxis2, spec_->yAxis2);
+  mean_length_->setName(tr("mean acceptance length per step (top, right axes)"));
+  mean_length_->setPen(QPen(series_color(0), 2));
+  mean_length_->setLineStyle(QCPGraph::lsNone);
+  mean_length_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+  mean_length_->setLayer(spec_->live_layer());
+  spec_->xAxis->setLabel(tr("draft position"));
+  spec_->yAxis->setLabel(tr("accepted"));
+  spec_->yAxis->setRange(0, 1.05);
+  spec_->xAxis2->setVisible(true);
+  spec_->yAxis2->setVisible(true);
+  spec_->yAxis2->setLabel(tr("tokens / verification"));
+  use_integer_ticks(spec_->xAxis);
+  put_legend_below(spec_);
   style_plot(gantt_);
   style_plot(batch_);
+  style_plot(spec_);
   clear();
 }
 
 void TimelineView::clear() {
   steps_.clear();
+  acceptance_at_.clear();
+  spec_caption_ = tr("speculative decoding is off (Settings)");
   replot_all_ = true;
   draw_now();
 }
@@ -70,12 +96,22 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
     steps_.push_back(s);
     if (int(steps_.size()) > kSteps) steps_.pop_front();
   }
+  if (frame.latest && !frame.latest->speculative_method.empty()) {
+    const SpeculativeStats& s = frame.latest->speculative_total;
+    acceptance_at_.clear();
+    for (size_t i = 0; i < s.drafted_at.size(); ++i) acceptance_at_.push_back(s.acceptance_at(i));
+    spec_caption_ = tr("%1: %2 guesses, %3% accepted, mean acceptance length %4")
+                        .arg(QString::fromStdString(frame.latest->speculative_method))
+                        .arg(s.drafted)
+                        .arg(100.0 * s.acceptance_rate(), 0, 'f', 1)
+                        .arg(s.mean_acceptance_length(), 0, 'f', 2);
+  }
   request_draw();
 }
 
 void TimelineView::draw() {
   bool gantt_changed = false;
-  QVector<double> keys, prefill, decode, paused;
+  QVector<double> keys, prefill, decode, paused, spec_keys, spec_lengths;
   size_t used_bars = 0;
   if (!steps_.empty()) {
     const double end = steps_.back().time;
@@ -104,17 +140,25 @@ void TimelineView::draw() {
       double t = s.time - s.step_seconds;
       bar(kSchedule, t, t + s.schedule_seconds, series_color(3), "schedule");
       t += s.schedule_seconds;
+      bar(kDraft, t, t + s.draft_seconds, series_color(4), "draft");
+      t += s.draft_seconds;
       // One forward pass serves the whole batch; its time is split by token share so that the
       // strip shows how much of the pass went to prompt chunks and how much to decoding.
       const int tokens = s.num_prefill_tokens + s.num_decode_tokens;
       const double prefill_part = tokens ? s.forward_seconds * s.num_prefill_tokens / tokens : 0.0;
       bar(kPrefill, t, t + prefill_part, series_color(1), "prefill");
-      bar(kDecode, t + prefill_part, t + s.forward_seconds, series_color(0), "decode");
+      // A step whose sequences carried guesses verifies them in this pass.
+      if (s.spec_drafts > 0) bar(kDecode, t + prefill_part, t + s.forward_seconds, series_color(5), "verify");
+      else bar(kDecode, t + prefill_part, t + s.forward_seconds, series_color(0), "decode");
       t += s.forward_seconds;
       bar(kSample, t, t + s.sample_seconds, series_color(2), "sample");
       keys << double(s.step) - double(steps_.back().step);
       prefill << s.num_prefill_tokens;
       decode << s.num_decode_tokens;
+      if (s.spec_drafts > 0) {
+        spec_keys << keys.back();
+        spec_lengths << 1.0 + double(s.spec_accepted) / s.spec_drafts;
+      }
       paused << s.num_paused;
     }
     const double span_ms = nice_ceiling(std::abs(earliest) * 1.02);
@@ -133,9 +177,28 @@ void TimelineView::draw() {
   const double width = keys.size() > 1 ? 0.8 : 0.5;
   prefill_bars_->setWidth(width);
   decode_bars_->setWidth(width);
+  // Speculation: acceptance per position (bottom / left) and per-step mean length (top / right).
+  QVector<double> positions, rates;
+  for (size_t i = 0; i < acceptance_at_.size(); ++i) {
+    positions << double(i + 1);
+    rates << acceptance_at_[i];
+  }
+  acceptance_bars_->setData(positions, rates, true);
+  acceptance_bars_->setWidth(0.7);
+  mean_length_->setData(spec_keys, spec_lengths, true);
+  bool spec_changed = set_axis_range(spec_->xAxis, QCPRange(0.4, std::max<double>(4, positions.size()) + 0.6));
+  spec_changed |= set_axis_range(spec_->xAxis2, QCPRange(0.4 - kSteps, 0.6));
+  double longest = 2.0;
+  for (double l : spec_lengths) longest = std::max(longest, l);
+  spec_changed |= set_axis_range(spec_->yAxis2, QCPRange(0, nice_ceiling(longest * 1.1)));
+  if (spec_->xAxis->label() != spec_caption_) {
+    spec_->xAxis->setLabel(spec_caption_);
+    spec_changed = true;
+  }
   paused_bars_->setWidth(width);
   gantt_->redraw(gantt_changed || replot_all_, gantt_->axisRect()->rect());
   batch_->redraw(batch_changed || replot_all_, batch_->axisRect()->rect());
+  spec_->redraw(spec_changed || replot_all_, spec_->axisRect()->rect());
   replot_all_ = false;
 }
 
@@ -143,6 +206,7 @@ void TimelineView::restyle() {
   replot_all_ = true;
   style_plot(gantt_);
   style_plot(batch_);
+  style_plot(spec_);
 }
 
 }  // namespace llmwb::ui

@@ -1,5 +1,7 @@
-// timeline_view.h — the engine's last steps as a Gantt strip (schedule, prefill, decode,
-// sample) and the batch composition of each step (prefill and decode tokens, stacked).
+// timeline_view.h — the engine's last steps as a Gantt strip (schedule, draft, prefill, decode
+// or verify, sample) and the batch composition of each step (prefill and decode tokens,
+// stacked); with speculative decoding, a third chart: the acceptance rate at each draft
+// position and each step's mean acceptance length (tokens per verification, bonus included).
 // Both time axes count back from the newest step, in steps (1-2-5 milliseconds, a fixed number
 // of steps), so that the bars redraw alone on their live layer while axes and labels stay
 // cached (see LivePlot).
@@ -8,10 +10,13 @@
 #include <deque>
 #include <vector>
 
+#include <QString>
+
 #include "live_view.h"
 #include "telemetry_frame.h"
 
 class QCPBars;
+class QCPGraph;
 class QCPItemRect;
 
 namespace llmwb::ui {
@@ -29,6 +34,10 @@ class TimelineView : public LiveView {
   int steps_shown() const { return int(steps_.size()); }
   LivePlot* gantt() const { return gantt_; }
   LivePlot* batch() const { return batch_; }
+  LivePlot* speculation() const { return spec_; }
+  // What the speculation chart shows now: acceptance per draft position, and its caption.
+  const std::vector<double>& acceptance_per_position() const { return acceptance_at_; }
+  QString speculation_caption() const { return spec_caption_; }
 
   static constexpr int kSteps = 48;
 
@@ -42,6 +51,11 @@ class TimelineView : public LiveView {
   bool replot_all_ = true;  // the next draw replots every layer of both plots
   QCPBars* prefill_bars_;
   QCPBars* decode_bars_;
+  LivePlot* spec_;
+  QCPBars* acceptance_bars_;   // per draft position (all steps so far)
+  QCPGraph* mean_length_;      // per step, on the right axis
+  std::vector<double> acceptance_at_;
+  QString spec_caption_;
   QCPBars* paused_bars_;   // sequences held by the token inspector's Pause
   std::deque<StepRecord> steps_;
   std::vector<QCPItemRect*> bars_;  // reused frame to frame: creating items is costly

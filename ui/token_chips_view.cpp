@@ -47,6 +47,7 @@ void TokenChipsView::set_vocabulary(const QStringList& vocabulary) {
 
 void TokenChipsView::clear() {
   chips_.clear();
+  draft_chips_ = 0;
   selected_ = -1;
   next_x_ = next_y_ = kSpacing;
   update_scroll_range();
@@ -99,7 +100,8 @@ void TokenChipsView::update_scroll_range() {
   bar->setSingleStep(row_height_ + kSpacing);
 }
 
-void TokenChipsView::append(const std::vector<int>& ids, const std::vector<float>& probs) {
+void TokenChipsView::append(const std::vector<int>& ids, const std::vector<float>& probs,
+                            const std::vector<uint8_t>& from_draft) {
   if (ids.empty()) return;
   QScrollBar* bar = verticalScrollBar();
   const bool follow = bar->value() == bar->maximum();
@@ -110,6 +112,8 @@ void TokenChipsView::append(const std::vector<int>& ids, const std::vector<float
     c.id = ids[i];
     c.prob = i < probs.size() ? probs[i] : NAN;
     if (!std::isnan(c.prob)) c.tint = probability_color(c.prob).rgb();
+    c.from_draft = i < from_draft.size() && from_draft[i];
+    draft_chips_ += c.from_draft;
     place(c);
     chips_.push_back(c);
   }
@@ -130,13 +134,19 @@ float TokenChipsView::token_prob(int chip) const {
   return chip >= 0 && chip < chip_count() ? chips_[size_t(chip)].prob : NAN;
 }
 
+bool TokenChipsView::from_draft(int chip) const {
+  return chip >= 0 && chip < chip_count() && chips_[size_t(chip)].from_draft;
+}
+
 QString TokenChipsView::tool_tip(int chip) const {
   if (chip < 0 || chip >= chip_count()) return {};
   const int id = chips_[size_t(chip)].id;
   const float p = chips_[size_t(chip)].prob;
   const QString raw = id >= 0 && id < vocabulary_.size() ? vocabulary_[id] : QString();
-  return std::isnan(p) ? tr("token %1  %2").arg(id).arg(raw.toHtmlEscaped())
-                       : tr("token %1  \"%2\"\np = %3").arg(id).arg(raw).arg(double(p), 0, 'f', 4);
+  QString tip = std::isnan(p) ? tr("token %1  %2").arg(id).arg(raw.toHtmlEscaped())
+                              : tr("token %1  \"%2\"\np = %3").arg(id).arg(raw).arg(double(p), 0, 'f', 4);
+  if (chips_[size_t(chip)].from_draft) tip += tr("\naccepted draft token (speculative decoding)");
+  return tip;
 }
 
 QRect TokenChipsView::chip_rect(int chip) const {
@@ -210,6 +220,7 @@ void TokenChipsView::paintEvent(QPaintEvent* event) {
       p.setPen(Qt::black);
     }
     p.drawStaticText(r.x() + kPadX, r.y() + kPadY, piece(it->id).text);
+    if (it->from_draft) p.fillRect(QRect(r.left(), r.bottom() - kDraftBar + 1, r.width(), kDraftBar), QColor::fromRgb(kDraftColor));
   }
   // The chip open in the token inspector.
   const QRect sel = chip_rect(selected_);

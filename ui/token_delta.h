@@ -17,6 +17,10 @@ struct TokenDelta {
   quint64 ticket = 0;
   std::vector<int> token_ids;      // tokens new since the previous delta
   std::vector<float> token_probs;  // their probabilities under the sampler
+  // Speculative decoding: 1 where the token was a draft guess the target accepted; and the
+  // request's counts so far (drafted, accepted, per position).
+  std::vector<uint8_t> token_from_draft;
+  SpeculativeStats speculative;
   std::string text;                // text new since the previous delta
   bool finished = false;
   // Set when finished: the whole completion (stop strings removed) and how it ended.

@@ -12,11 +12,18 @@
 // that is the only fair ceiling to hold a figure against.
 //
 // Prompts are random token ids (seeded, a fresh prompt per repetition) and the prefix cache
-// is off, so no repetition reuses another's KV blocks.
+// is off, so no repetition reuses another's KV blocks. With --tg-prompt FILE a tg run starts
+// from that text instead (a copy-heavy prompt for ngram speculation; its prefill is not timed).
+//
+// With speculative decoding (--spec), a tg test counts the tokens emitted (the accepted guesses
+// too) and reports the proposer's counts: drafted, accepted, acceptance per position, mean
+// acceptance length, and the mean time of a decode step's draft and forward (verify) phases.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -47,6 +54,10 @@ struct TestResult {
   double flops_per_token = 0;               // forward_flops of the tokens counted, per token
   double peak_before = 0, peak_after = 0;   // GFLOP/s, with --peak
   std::string error;
+  // tg over the timed repetitions: decode steps, their phases, and speculation's counts.
+  int64_t steps = 0;
+  double forward_seconds = 0, draft_seconds = 0, step_seconds = 0;
+  SpeculativeStats spec;
 
   double gflops() const { return median * flops_per_token / 1e9; }
   double peak() const { return std::max(peak_before, peak_after); }
@@ -89,9 +100,12 @@ double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng) {
 }
 
 // Tokens/s of one generation run: only steps that computed decode tokens and no prompt
-// tokens are counted, so the prefill of the 1-token prompt is excluded.
-double run_tg(Engine& engine, int n_gen, int samples, std::mt19937_64& rng) {
-  engine.add_request_tokens(random_prompt(1, engine.model_info().vocab_size, rng), bench_params(n_gen, samples));
+// tokens are counted, so the prefill of the prompt is excluded. A step emits a token per
+// decoding sequence plus the guesses it accepted. `r` (when given) accumulates the phases.
+double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& prompt, std::mt19937_64& rng,
+              TestResult* r) {
+  engine.add_request_tokens(prompt.empty() ? random_prompt(1, engine.model_info().vocab_size, rng) : prompt,
+                            bench_params(n_gen, samples));
   double seconds = 0;
   int64_t tokens = 0;
   while (engine.has_unfinished()) {
@@ -101,7 +115,14 @@ double run_tg(Engine& engine, int n_gen, int samples, std::mt19937_64& rng) {
     const StepTelemetry& t = engine.telemetry();
     if (t.num_decode_tokens > 0 && t.num_prefill_tokens == 0) {
       seconds += s;
-      tokens += t.num_decode_tokens;
+      tokens += t.num_decode_seqs + static_cast<int64_t>(t.speculative_step.accepted);
+      if (r) {
+        ++r->steps;
+        r->step_seconds += s;
+        r->forward_seconds += t.forward_seconds;
+        r->draft_seconds += t.draft_seconds;
+        r->spec.add(t.speculative_step);
+      }
     }
   }
   if (tokens == 0 || seconds <= 0) throw Error("bench", "no decode step was observed");
@@ -135,7 +156,7 @@ std::string base_name(const std::string& path) {
 int run_bench(const std::vector<std::string>& argv) {
   // -n is llama-bench's generation length here; parallel samples per request (generate's --n)
   // are --samples.
-  Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples"}}),
+  Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples", "tg-prompt"}}),
          join({engine_bool_flags(), {"json", "peak"}}));
   const int samples = static_cast<int>(a.integer("samples", 1, 1, 64));
   EngineConfig cfg = engine_config_from(a);
@@ -149,6 +170,19 @@ int run_bench(const std::vector<std::string>& argv) {
 
   Engine engine(cfg);
   warn_beyond_trained_context(engine, "bench");
+  std::vector<int> tg_prompt;
+  if (a.has("tg-prompt")) {
+    const std::string path = a.str("tg-prompt");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw UsageError("--tg-prompt: cannot read '" + path + "'");
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    tg_prompt = engine.encode(text, true);
+    const int room = engine.model_info().context_length - 1;
+    for (int64_t n : tg)
+      if (static_cast<int64_t>(tg_prompt.size()) + n > room)
+        throw UsageError("--tg-prompt: " + std::to_string(tg_prompt.size()) + " tokens plus -n " + std::to_string(n) +
+                         " do not fit the context of " + std::to_string(room + 1));
+  }
   const ModelInfo& info = engine.model_info();
   const int threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string backend = cfg.backend;
@@ -180,7 +214,8 @@ int run_bench(const std::vector<std::string>& argv) {
     if (with_peak) r.peak_before = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     try {
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
-        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng) : run_tg(engine, r.n_gen, samples, rng);
+        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng)
+                                         : run_tg(engine, r.n_gen, samples, tg_prompt, rng, i > 0 ? &r : nullptr);
         if (i > 0) r.samples_ts.push_back(ts);
       }
       r.median = median(r.samples_ts);
@@ -218,6 +253,25 @@ int run_bench(const std::vector<std::string>& argv) {
         j["peak_gflops_after"] = r.peak_after;
         j["fraction_of_peak"] = r.peak() > 0 ? r.gflops() / r.peak() : 0.0;
       }
+      if (r.steps > 0) {
+        j["decode_steps"] = r.steps;
+        j["step_ms"] = 1e3 * r.step_seconds / static_cast<double>(r.steps);
+        j["forward_ms"] = 1e3 * r.forward_seconds / static_cast<double>(r.steps);
+        j["draft_ms"] = 1e3 * r.draft_seconds / static_cast<double>(r.steps);
+      }
+      if (cfg.speculative.enabled() && r.n_gen > 0) {
+        const SpeculativeStats& s = r.spec;
+        std::vector<double> per_position;
+        for (size_t i = 0; i < s.drafted_at.size(); ++i) per_position.push_back(s.acceptance_at(i));
+        j["speculative"] = {{"method", cfg.speculative.method},
+                            {"num_speculative_tokens", cfg.speculative.num_speculative_tokens},
+                            {"drafted", s.drafted},
+                            {"accepted", s.accepted},
+                            {"drafts", s.drafts},
+                            {"acceptance_rate", s.acceptance_rate()},
+                            {"mean_acceptance_length", s.mean_acceptance_length()},
+                            {"acceptance_per_position", per_position}};
+      }
       if (!r.error.empty()) j["error"] = r.error;
       arr.push_back(j);
     }
@@ -240,6 +294,15 @@ int run_bench(const std::vector<std::string>& argv) {
                 human_bytes(info.weight_bytes).c_str(), human_count(info.n_params).c_str(), backend.c_str(), threads,
                 r.name.c_str(), ts, r.gflops(), peak);
   }
+  if (cfg.speculative.enabled())
+    for (const TestResult& r : results)
+      if (r.n_gen > 0 && r.steps > 0)
+        std::printf("%s: speculation %s: %llu drafted, %.1f%% accepted, mean acceptance length %.2f; per decode step "
+                    "%.3f ms drafting, %.3f ms verifying\n",
+                    r.name.c_str(), cfg.speculative.method.c_str(), static_cast<unsigned long long>(r.spec.drafted),
+                    100.0 * r.spec.acceptance_rate(), r.spec.mean_acceptance_length(),
+                    1e3 * r.draft_seconds / static_cast<double>(r.steps),
+                    1e3 * r.forward_seconds / static_cast<double>(r.steps));
   int failed = 0;
   for (const TestResult& r : results) {
     if (!r.error.empty()) {
@@ -257,6 +320,7 @@ const std::string kUsage =
                 "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
                 "  --seed S                seed of the random prompts (default 1234)\n"
                 "  --samples N             tg: N parallel samples per request, sharing the prompt's KV blocks\n"
+                "  --tg-prompt FILE        tg: start from this text instead of one random token (not timed)\n"
                 "  --json                  print a JSON array, one object per test\n"
                 "  --peak                  measure the peak FMA rate before and after each test and report\n"
                 "                          the test's GFLOP/s as a share of the higher one\n") +

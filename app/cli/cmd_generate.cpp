@@ -145,6 +145,15 @@ int run_generate(const std::vector<std::string>& argv) {
         set_text(j, "text", c.text);
         if (params.n > 1) j["index"] = c.index;
         if (!c.stop_reason.empty()) set_text(j, "stop_reason", c.stop_reason);
+        if (cfg.speculative.enabled()) {
+          const SpeculativeStats& s = c.speculative;
+          j["speculative"] = {{"method", cfg.speculative.method},
+                              {"drafted", s.drafted},
+                              {"accepted", s.accepted},
+                              {"drafts", s.drafts},
+                              {"acceptance_rate", s.acceptance_rate()},
+                              {"mean_acceptance_length", s.mean_acceptance_length()}};
+        }
         std::cout << dump_json(j) << "\n";
       } else if (!stream) {
         std::cout << "prompt: " << prompts[i] << "\n";
@@ -164,6 +173,12 @@ int run_generate(const std::vector<std::string>& argv) {
                  engine.model_info().name.c_str(), engine.model_info().backend.c_str(), (unsigned long long)t.step, t.blocks_total,
                  t.block_size, t.kv_dtype.c_str(), double(t.kv_bytes_total) / (1024.0 * 1024.0),
                  (unsigned long long)t.preemptions_total);
+    if (cfg.speculative.enabled()) {
+      const SpeculativeStats& s = t.speculative_total;
+      std::fprintf(stderr, "[speculation %s | %llu drafted, %.1f%% accepted | mean acceptance length %.2f]\n",
+                   t.speculative_method.c_str(), (unsigned long long)s.drafted, 100.0 * s.acceptance_rate(),
+                   s.mean_acceptance_length());
+    }
   }
   return failures ? 1 : 0;
 }

@@ -217,7 +217,7 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& v : x) v = u(rng);
 
-  // The 4-bit types run as the engine runs them: over their row-interleaved copies (qrepack.h),
+  // The block types run as the engine runs them: over their row-interleaved copies (qrepack.h),
   // which replace the originals here too.
   // So do the float types where AVX-512 runs: over their 16-row panels (fpanel.h).
   std::vector<std::unique_ptr<cpu::PackedQ4>> packed;
@@ -361,8 +361,9 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "  --array-size SIZE  bytes per STREAM array (default 512M; keep it far above the L3)\n"
                                "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
                                "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
-                               "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,...; the 4-bit\n"
-                               "                     INT4_G32/INT4_G128/Q4_0/Q4_1 run repacked, as the engine runs them)\n"
+                               "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,Q4_K,...; the block\n"
+                               "                     types INT4_G32/INT4_G128/Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K run\n"
+                               "                     repacked, as the engine runs them)\n"
                                "  --tokens LIST      token counts for --kernels: 1 = decode GEMV, more = prefill GEMM\n"
                                "  --working-set SIZE decode weights rotate over copies totalling this (default 1G)\n"
                                "  --json             print one JSON object instead of the table",

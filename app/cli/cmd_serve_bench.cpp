@@ -35,6 +35,7 @@ struct Result {
   double waste_paged = 0;       // 1 - filled/allocated slots, averaged over steps
   uint64_t contiguous_slots = 0;  // what max-length reservation would take for the same peak batch
   double waste_contiguous = 0;
+  SpeculativeStats spec;        // with --spec: the proposer's counts over the run
 };
 
 Result run_one(const EngineConfig& base, int concurrency, int n_requests, int input_len, int output_len,
@@ -89,7 +90,9 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
     const StepTelemetry& t = e.telemetry();
     sum_alloc += t.slots_allocated;
     if (t.num_prefill_tokens == 0 && t.num_decode_tokens > 0) {
-      decode_tokens += static_cast<uint64_t>(t.num_decode_tokens);
+      // Emitted tokens: one per decoding sequence plus the guesses it accepted (with --spec
+      // num_decode_tokens also counts the guesses scored).
+      decode_tokens += static_cast<uint64_t>(t.num_decode_seqs) + t.speculative_step.accepted;
       decode_seconds += t.step_seconds;
     }
     sum_filled += t.slots_filled;
@@ -105,6 +108,7 @@ Result run_one(const EngineConfig& base, int concurrency, int n_requests, int in
   r.block_size = e.telemetry().block_size;
   r.blocks_total = e.telemetry().blocks_total;
   r.preemptions = e.telemetry().preemptions_total;
+  r.spec = e.telemetry().speculative_total;
   r.output_tps = double(r.output_tokens) / r.seconds;
   r.decode_tps = decode_seconds > 0 ? double(decode_tokens) / decode_seconds : 0;
   auto mean = [](const std::vector<double>& v) {
@@ -146,7 +150,7 @@ int run_serve_bench(const std::vector<std::string>& argv) {
   const double base_decode = results.empty() ? 0 : results.front().decode_tps;
   if (a.flag("json")) {
     nlohmann::json arr = nlohmann::json::array();
-    for (const auto& r : results)
+    for (const auto& r : results) {
       arr.push_back({{"model", cfg.model}, {"backend", cfg.backend}, {"kv_dtype", cfg.kv_dtype},
                      {"threads", cfg.threads}, {"temperature", temperature},
                      {"concurrency", r.concurrency},
@@ -160,6 +164,14 @@ int run_serve_bench(const std::vector<std::string>& argv) {
                      {"peak_slots_allocated", r.peak_slots_allocated}, {"peak_slots_filled", r.peak_slots_filled},
                      {"kv_waste_paged", r.waste_paged}, {"contiguous_slots", r.contiguous_slots},
                      {"kv_waste_contiguous", r.waste_contiguous}});
+      if (cfg.speculative.enabled())
+        arr.back()["speculative"] = {{"method", cfg.speculative.method},
+                                     {"num_speculative_tokens", cfg.speculative.num_speculative_tokens},
+                                     {"drafted", r.spec.drafted},
+                                     {"accepted", r.spec.accepted},
+                                     {"acceptance_rate", r.spec.acceptance_rate()},
+                                     {"mean_acceptance_length", r.spec.mean_acceptance_length()}};
+    }
     std::cout << dump_json(arr, 2) << "\n";
     return 0;
   }

@@ -25,7 +25,7 @@ const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
                                           "tensor-parallel-size", "pipeline-parallel-size", "dist",
-                                          "quantize", "kv-dtype", "tuning"};
+                                          "quantize", "kv-dtype", "tuning", "spec", "spec-k"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -50,9 +50,24 @@ const char* engine_flags_usage() {
          "  --kv-dtype f32|f16|int8 KV cache elements (f16: half the memory; int8: a scale per token and\n"
          "                          KV head, ~1/4 the memory)\n"
          "  --quantize SCHEME       quantize the weights at load time (llmwb-cli quantize --help lists schemes)\n"
+         "  --spec METHOD           speculative decoding: draft:PATH (a draft model with the same vocabulary),\n"
+         "                          ngram[:MIN:MAX] (prompt lookup, default 1:3), self-int4 (the model's own\n"
+         "                          weights at 4 bits), layers:K (its first K layers); the output is unchanged\n"
+         "  --spec-k K|auto         tokens guessed per step (default auto: adapts per sequence, 1..8)\n"
          "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"
          "                          cuda_graphs, nvtx_layers, device_sampling =on|off (llmwb-cli --help lists\n"
          "                          the LLMWB_* variables that set their defaults); no switch changes a token\n";
+}
+
+SpeculativeConfig speculative_config_from(const std::string& v) {
+  try {
+    return parse_speculative(v);
+  } catch (const Error& e) {
+    // "speculative: 'x' is not ..." -> "--spec: 'x' is not ..."
+    const std::string what = e.what();
+    const size_t colon = what.find(": ");
+    throw UsageError("--spec: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
 }
 
 EngineConfig engine_config_from(const Args& a) {
@@ -81,6 +96,15 @@ EngineConfig engine_config_from(const Args& a) {
   const auto& kv = kv_dtypes();
   if (std::find(kv.begin(), kv.end(), c.kv_dtype) == kv.end())
     throw UsageError("--kv-dtype: '" + c.kv_dtype + "' is not f32, f16 or int8");
+  if (a.has("spec")) {
+    c.speculative = speculative_config_from(a.str("spec"));
+    if (!c.speculative.enabled()) throw UsageError("--spec: 'off' needs no flag; leave --spec out");
+  }
+  if (a.has("spec-k")) {
+    if (!c.speculative.enabled()) throw UsageError("--spec-k: needs --spec");
+    const std::string k = a.str("spec-k");
+    if (k != "auto") c.speculative.num_speculative_tokens = static_cast<int>(a.integer("spec-k", 0, 1, 64));
+  }
   for (const std::string& t : a.all("tuning")) {
     const size_t eq = t.find('=');
     if (eq == std::string::npos) throw UsageError("--tuning: '" + t + "' is not NAME=VALUE");

@@ -21,6 +21,8 @@ const char* engine_flags_usage();
 // --model (default: LLMWB_MODEL, else the stories260K demo, see llmwb/default_model.h), --tokenizer, --threads, --backend, --block-size,
 // --kv-memory, --max-num-seqs, --max-batched-tokens, --no-prefix-cache, --max-model-len, ...
 EngineConfig engine_config_from(const Args& a);
+// --spec's value: draft:PATH, ngram[:MIN:MAX], self-int4 or layers:K (UsageError otherwise).
+SpeculativeConfig speculative_config_from(const std::string& value);
 // On stderr: a warning when --max-model-len goes past the context the model was trained for
 // (quality there is not promised, and the KV pool is sized for the longer context).
 void warn_beyond_trained_context(const Engine& engine, const char* command);

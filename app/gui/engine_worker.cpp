@@ -97,6 +97,18 @@ void EngineWorker::post_failure(quint64 ticket, const std::string& error) {
   mailbox_.post(std::move(mail), true);
 }
 
+void EngineWorker::count_tokens(const ui::TokenCountRequest& request) {
+  QList<int> counts;
+  if (engine_) {
+    try {
+      for (const RenderedChat& chat : request.variants) counts << int(chat_prompt_ids(*engine_, chat).size());
+    } catch (const std::exception&) {
+      counts.clear();  // the meter shows nothing rather than a wrong count
+    }
+  }
+  emit tokens_counted(request.ticket, counts);
+}
+
 void EngineWorker::abort(quint64 ticket) {
   auto it = active_.find(ticket);
   if (it == active_.end()) return;  // already finished
@@ -280,7 +292,9 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
     for (size_t i = a.tokens_seen; i < c.token_ids.size(); ++i) {
       d.token_ids.push_back(c.token_ids[i]);
       d.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
+      d.token_from_draft.push_back(i < c.token_from_draft.size() ? c.token_from_draft[i] : 0);
     }
+    d.speculative = c.speculative;
     a.tokens_seen = c.token_ids.size();
     // The engine's delta as it is: text that could still become a stop string is held back
     // there, so streamed text is never taken back.
@@ -301,6 +315,8 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
     ui::TokenDelta f = finish_delta(a, reason, out.error);
     f.token_ids = std::move(d.token_ids);
     f.token_probs = std::move(d.token_probs);
+    f.token_from_draft = std::move(d.token_from_draft);
+    f.speculative = std::move(d.speculative);
     f.text = std::move(d.text);
     f.prompt_token_ids = out.prompt_token_ids;
     return f;
@@ -397,7 +413,8 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
         decode_seconds += t.step_seconds * t.num_decode_tokens / tokens;
       }
       prefill_tokens += t.num_prefill_tokens;
-      decode_tokens += t.num_decode_tokens;
+      // Emitted tokens: a speculating step's decode tokens also count the guesses it scored.
+      decode_tokens += t.num_decode_seqs + long(t.speculative_step.accepted);
       peak_blocks = std::max(peak_blocks, t.blocks_used);
     }
   } catch (const std::exception& ex) {
@@ -442,6 +459,10 @@ ui::ExperimentResult EngineWorker::run_configuration(const ui::Experiment& e, in
       {"preemptions", double(t.preemptions_total)},
       {"prefix hit tokens", double(t.prefix_cache_hit_tokens_total)},
   };
+  // Speculation's columns in every row (NaN where off), so that configurations compare.
+  const bool spec = !t.speculative_method.empty();
+  result.metrics.push_back({"acceptance %", spec ? 100.0 * t.speculative_total.acceptance_rate() : nan});
+  result.metrics.push_back({"mean acceptance length", spec ? t.speculative_total.mean_acceptance_length() : nan});
   engine.reset();  // the accuracy run loads the model twice more: free this copy first
   if (e.accuracy) add_accuracy_metrics(e, cfg, result);
   return result;

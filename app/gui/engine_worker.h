@@ -67,6 +67,9 @@ class EngineWorker : public QObject {
   // Records the step that produced generated token `index` of generation `ticket` (running,
   // paused or one of the last finished ones): step_inspected or inspect_failed answers.
   void inspect_token(quint64 ticket, int index);
+  // The chat's context meter: each variant's prompt tokens as a request would have them
+  // (chat_prompt_ids); answered through tokens_counted, empty when no model is loaded.
+  void count_tokens(const llmwb::ui::TokenCountRequest& request);
   // Attention weights are captured only while a view shows them (capture costs a copy per step).
   void set_attention_capture(bool on, int layer, int max_queries);
   // Slow motion for watching the engine work: a pause between steps (0 = none). The event
@@ -93,6 +96,7 @@ class EngineWorker : public QObject {
   void generation_paused(quint64 ticket, bool paused);
   void step_inspected(quint64 ticket, int index, const llmwb::StepInspection& inspection);
   void inspect_failed(quint64 ticket, int index, const QString& error);
+  void tokens_counted(quint64 ticket, const QList<int>& counts);
 
  private:
   struct Active {

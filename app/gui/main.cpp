@@ -3,7 +3,8 @@
 //   llmwb [MODEL] [--model PATH] [--tokenizer PATH] [--screenshot-dir DIR]
 //   llmwb --smoke-test [--model PATH]
 //   llmwb --version
-//   llmwb --bench-gui N [--bench-view NAME] [--bench-headless] [--threads T] [--max-tokens M] [MODEL]
+//   llmwb --bench-gui N [--bench-view NAME] [--bench-headless] [--bench-chat text|markdown] [--threads T]
+//         [--max-tokens M] [MODEL]
 //   llmwb --bench-gui N --bench-ab [--bench-phase-ms MS] [--bench-settle-ms MS] [...] [MODEL]
 //
 // Without a model argument it opens the demo model (stories260K) when one can be found: the
@@ -70,6 +71,11 @@ int main(int argc, char** argv) {
   QCommandLineOption bench_settle_opt("bench-settle-ms",
                                       "With --bench-ab: steps this soon after a switch are left out (default 40).",
                                       "MS");
+  QCommandLineOption bench_chat_opt("bench-chat",
+                                    "With --bench-gui: generate in the Chat view, a new chat each time: 'text' (the "
+                                    "model's reply) or 'markdown' (a long Markdown answer shown in place of the "
+                                    "model's text, character for character).",
+                                    "MODE");
   QCommandLineOption threads_opt("threads", "With --bench-gui: engine threads (default: the automatic choice).", "T");
   QCommandLineOption max_tokens_opt("max-tokens", "With --bench-gui: tokens per generation at most.", "M");
   QCommandLineOption theme_opt("theme", "Palette for this run: system, light or dark.", "NAME");
@@ -82,7 +88,7 @@ int main(int argc, char** argv) {
                                "and exit: 0 when all worked, 1 with the reason on stderr.");
   parser.addOption(smoke_opt);
   for (const auto* o : {&bench_opt, &bench_view_opt, &bench_headless_opt, &bench_paints_opt, &bench_shot_opt, &bench_ab_opt,
-                        &bench_phase_opt, &bench_settle_opt, &threads_opt, &max_tokens_opt})
+                        &bench_phase_opt, &bench_settle_opt, &bench_chat_opt, &threads_opt, &max_tokens_opt})
     parser.addOption(*o);
   parser.addPositionalArgument("model", "Model to open (same as --model).", "[MODEL]");
   parser.process(app);
@@ -98,6 +104,7 @@ int main(int argc, char** argv) {
     o.view = parser.value(bench_view_opt);
     o.count_paints = parser.isSet(bench_paints_opt);
     o.screenshot = parser.value(bench_shot_opt);
+    o.chat = parser.value(bench_chat_opt);
     bool ok = true;
     auto number = [&](const QCommandLineOption& opt, int fallback, int low) {
       if (!parser.isSet(opt)) return fallback;

@@ -7,6 +7,7 @@
 #include "kv_block_grid.h"
 #include "kv_block_map.h"
 #include "step_inspector_view.h"
+#include "chat_view.h"
 #include "quant_view.h"
 #include "server_view.h"
 
@@ -40,6 +41,9 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   // Generation results: emitted in the GUI thread by the mailbox, at most once per frame.
   connect(&mailbox_, &FrameMailbox::tokens, w, &ui::MainWindow::on_tokens);
   connect(&mailbox_, &FrameMailbox::telemetry, w, &ui::MainWindow::on_telemetry);
+  ui::ChatView* chat = w->chat_view();
+  connect(chat, &ui::ChatView::count_requested, e, &EngineWorker::count_tokens, Qt::QueuedConnection);
+  connect(e, &EngineWorker::tokens_counted, chat, &ui::ChatView::on_tokens_counted, Qt::QueuedConnection);
   ui::ExperimentsView* x = w->experiments_view();
   connect(e, &EngineWorker::experiment_progress, x, &ui::ExperimentsView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::experiment_result, x, &ui::ExperimentsView::on_result, Qt::QueuedConnection);
@@ -54,6 +58,11 @@ Workbench::Workbench() : mailbox_(kTextIntervalMs), worker_(new EngineWorker(mai
   connect(e, &EngineWorker::step_inspected, c, &ui::CompletionView::on_step_inspected, Qt::QueuedConnection);
   connect(e, &EngineWorker::inspect_failed, c, &ui::CompletionView::on_inspect_failed, Qt::QueuedConnection);
   connect(c->inspector(), &ui::StepInspectorView::blocks_read, w->kv_map()->grid(), &ui::KvBlockGrid::set_highlighted);
+  // The Chat view holds and steps its reply the same way.
+  connect(chat, &ui::ChatView::pause_requested, e, &EngineWorker::pause_generation, Qt::QueuedConnection);
+  connect(chat, &ui::ChatView::step_requested, e, &EngineWorker::step_generation, Qt::QueuedConnection);
+  connect(chat, &ui::ChatView::resume_requested, e, &EngineWorker::resume_generation, Qt::QueuedConnection);
+  connect(e, &EngineWorker::generation_paused, chat, &ui::ChatView::on_paused, Qt::QueuedConnection);
   ui::QuantView* q = w->quant_view();
   connect(e, &EngineWorker::quant_progress, q, &ui::QuantView::on_progress, Qt::QueuedConnection);
   connect(e, &EngineWorker::quant_report_ready, q, &ui::QuantView::on_report, Qt::QueuedConnection);

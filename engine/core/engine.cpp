@@ -56,6 +56,7 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
   s.num_prompt_tokens = n_prompt;
   s.max_total_tokens = max_total;
   st->rng.reseed(base_seed);
+  st->draft_length = DraftLength(cfg.speculative.num_speculative_tokens);
   st->out.seed = base_seed;
   st->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
   by_seq[s.seq_id] = {req.get(), st.get()};
@@ -70,6 +71,7 @@ uint64_t Engine::Impl::add(const std::vector<int>& ids_in, const SamplingParams&
     child->seq->sample_index = k;
     // Sample k's stream: the request's seed, else a draw from sample 0's before it samples.
     const uint64_t seed = p.seed ? *p.seed : first.rng.next();
+    child->draft_length = DraftLength(cfg.speculative.num_speculative_tokens);
     child->out.seed = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(k);
     child->rng.reseed(child->out.seed);
     child->detok = std::make_unique<IncrementalDetokenizer>(*tok, ids.back());
@@ -87,6 +89,7 @@ void Engine::Impl::finish(Request& r, SeqState& s, FinishReason why, const std::
   s.done = true;
   output->close(s, why, stop_reason);
   sched->remove(s.seq.get());
+  if (proposer) proposer->forget(s.seq->seq_id);
   s.seq->status = SeqStatus::Finished;
   r.changed = true;
   bool all = true;
@@ -103,8 +106,24 @@ void Engine::Impl::record_logprobs(Request& r, SeqState& s, const float* row, in
   s.out.top_logprobs.push_back(std::move(top));
 }
 
-void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob) {
-  if (auto stop = output->append(r, s, token, prob)) {
+// Speculative decoding: every running sequence that decodes asks for the draft slots its
+// DraftLength wants, never more than the tokens it may still emit less the target's own.
+void Engine::Impl::plan_speculation() {
+  if (!proposer) return;
+  for (Sequence* q : sched->running()) {
+    q->num_spec_tokens = 0;
+    const auto [req, st] = by_seq.at(q->seq_id);
+    // A request that asks for log probabilities decodes plainly: they come from the sampler's row.
+    if (st->done || q->num_uncomputed() != 1 || q->num_tokens() <= q->num_prompt_tokens || req->forks_at(*st) ||
+        req->params.logprobs >= 0)
+      continue;
+    const int room = q->max_total_tokens - q->num_tokens() - 1;
+    if (room > 0) q->num_spec_tokens = std::min(st->draft_length.next(), room);
+  }
+}
+
+void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob, bool from_draft) {
+  if (auto stop = output->append(r, s, token, prob, from_draft)) {
     finish(r, s, stop->reason, stop->stop_reason);
     return;
   }
@@ -130,6 +149,11 @@ void Engine::Impl::set_paused(Request& r, bool paused, bool one_token) {
 SchedulerOutput Engine::Impl::schedule() {
   TraceRange r("schedule");
   SchedulerOutput so = sched->schedule();
+  for (Sequence* q : so.preempted) {   // a preempted sequence's draft state is void
+    q->num_spec_tokens = 0;
+    q->spec_tokens.clear();
+    if (proposer) proposer->forget(q->seq_id);
+  }
   so_prefill_seqs = so_decode_seqs = 0;
   for (const ScheduledSeq& ss : so.scheduled) {
     (ss.decode ? so_decode_seqs : so_prefill_seqs)++;
@@ -141,24 +165,52 @@ SchedulerOutput Engine::Impl::schedule() {
   return so;
 }
 
+// The proposer guesses into the slots the scheduler reserved, all sequences in one call.
+void Engine::Impl::propose(const SchedulerOutput& so) {
+  if (!proposer) return;
+  std::vector<DraftSlot> slots;
+  std::vector<SeqState*> owners;
+  for (const ScheduledSeq& ss : so.scheduled) {
+    ss.seq->spec_tokens.clear();
+    if (ss.num_spec_slots == 0) continue;
+    const auto [req, st] = by_seq.at(ss.seq->seq_id);
+    slots.push_back(DraftSlot{ss.seq, ss.num_spec_slots, &req->params, &st->rng, {}, {}});
+    owners.push_back(st);
+  }
+  if (slots.empty()) return;
+  TraceRange r("draft");
+  proposer->propose(slots);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    owners[i]->seq->spec_tokens = std::move(slots[i].tokens);
+    owners[i]->draft_q = std::move(slots[i].q);
+  }
+}
+
 // The step's flattened batch: every scheduled sequence's new tokens back to back, with its
 // position, block table, decode flag and logits row (only for a sequence whose every token is
-// then computed).
+// then computed). A speculating sequence adds its guesses and asks for logits at every position
+// (all_logits): the target scores k guesses and its own next token in the one pass.
 ForwardBatch Engine::Impl::build_batch(const SchedulerOutput& so) const {
   ForwardBatch batch;
   batch.step = step_count + 1;   // unique per step: the runner derives slots and tiles once
   for (const ScheduledSeq& ss : so.scheduled) {
     const Sequence& q = *ss.seq;
+    const int guesses = static_cast<int>(q.spec_tokens.size());
     ForwardSeq fs;
     fs.first = static_cast<int>(batch.tokens.size());
-    fs.n_tokens = ss.num_new_tokens;
+    fs.n_tokens = ss.num_new_tokens + guesses;
     fs.start_pos = q.num_computed_tokens;
     fs.block_table = &q.block_table;
-    fs.decode = ss.decode;
-    if (q.num_computed_tokens + ss.num_new_tokens == q.num_tokens()) fs.logits_row = batch.num_logit_rows++;
+    fs.decode = ss.decode && guesses == 0;
+    if (q.num_computed_tokens + ss.num_new_tokens == q.num_tokens()) {
+      fs.logits_row = batch.num_logit_rows;
+      fs.all_logits = guesses > 0;
+      batch.num_logit_rows += guesses > 0 ? fs.n_tokens : 1;
+    }
     if (capture && q.request_id == capture_request && q.sample_index == 0) fs.capture_attention = true;
     batch.tokens.insert(batch.tokens.end(), q.tokens.begin() + q.num_computed_tokens,
                         q.tokens.begin() + q.num_computed_tokens + ss.num_new_tokens);
+    batch.tokens.insert(batch.tokens.end(), q.spec_tokens.begin(), q.spec_tokens.end());
     batch.seqs.push_back(fs);
   }
   return batch;
@@ -178,7 +230,9 @@ DeviceSampled Engine::Impl::rows_for_the_runner_to_sample(const SchedulerOutput&
     if (row < 0) continue;
     const auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
     const SamplingParams& p = req->params;
-    if ((p.repetition_penalty != 1.0f && !caps.samples_with_penalty) || req->forks_at(*st) || st->done) continue;
+    if ((p.repetition_penalty != 1.0f && !caps.samples_with_penalty) || req->forks_at(*st) || st->done ||
+        !st->seq->spec_tokens.empty())
+      continue;
     if (p.logprobs >= 0 || p.presence_penalty != 0.f || p.frequency_penalty != 0.f) continue;   // host only
     RowSampling& d = dev.params[static_cast<size_t>(row)];
     d.temperature = p.temperature;
@@ -250,7 +304,7 @@ void Engine::Impl::sample(const SchedulerOutput& so, const ForwardBatch& batch, 
     const int row = batch.seqs[i].logits_row;
     if (row < 0) continue;
     auto [req, st] = by_seq.at(so.scheduled[i].seq->seq_id);
-    if (st->done) continue;
+    if (st->done || !st->seq->spec_tokens.empty()) continue;
     const size_t r = static_cast<size_t>(row);
     float* lrow = logits.data() + r * vocab;
     const SampleResult s = !dev.token.empty() && dev.rows[r]
@@ -260,6 +314,46 @@ void Engine::Impl::sample(const SchedulerOutput& so, const ForwardBatch& batch, 
     record_logprobs(*req, *st, lrow, s.token);
     on_token(*req, *st, s.token, s.prob);
   }
+}
+
+// Speculating sequences: the verifier emits the accepted guesses and the target's next token,
+// one by one through the stop conditions. Then each rolls back what it did not keep: the
+// accepted guesses' K/V stays (it is the target's), the slots past it go back to the pool,
+// and only now-computed full blocks are hashed (rejected tokens never are).
+void Engine::Impl::verify(const SchedulerOutput& so, const ForwardBatch& batch) {
+  if (!proposer) return;
+  const int vocab = file->config.vocab_size;
+  for (size_t i = 0; i < so.scheduled.size(); ++i) {
+    const ScheduledSeq& ss = so.scheduled[i];
+    if (ss.num_spec_slots == 0) continue;
+    auto [req, st] = by_seq.at(ss.seq->seq_id);
+    Sequence& q = *st->seq;
+    const std::vector<int> guesses = std::move(q.spec_tokens);
+    q.spec_tokens.clear();
+    if (st->done) continue;
+    int accepted = 0;
+    if (!guesses.empty()) {
+      float* rows = logits.data() + static_cast<size_t>(batch.seqs[i].logits_row) * vocab;
+      accepted = verifier.verify(rows, vocab, guesses, st->draft_q, req->params, st->rng, q.tokens,
+                                 [&](int token, float prob, bool from_draft) {
+                                   on_token(*req, *st, token, prob, from_draft);
+                                   return !st->done && !q.paused;   // stopped, or held (step_request)
+                                 },
+                                 static_cast<size_t>(q.num_prompt_tokens));
+      const int drafted = static_cast<int>(guesses.size());
+      st->out.speculative.add_round(drafted, accepted);
+      spec_step.add_round(drafted, accepted);
+      st->draft_length.update(drafted, accepted);
+    }
+    if (st->done) continue;   // finished: its blocks are released already
+    // The accepted guesses' K/V is the target's; the newest token stays uncomputed (its logits
+    // are the next step's), also when a pause cut the round after an accepted guess.
+    q.num_computed_tokens = std::min(q.num_computed_tokens + accepted, q.num_tokens() - 1);
+    blocks->commit_computed(q);
+    blocks->trim(q);
+    proposer->rollback(q);
+  }
+  spec_total.add(spec_step);
 }
 
 // Outputs of the requests that changed this step; finished ones are dropped once reported
@@ -289,13 +383,19 @@ std::vector<RequestOutput> Engine::step() {
   const auto t0 = Clock::now();
   TraceRange step_range("step");
   StepTimes times;
+  m.spec_step = SpeculativeStats{};
+  m.plan_speculation();
   const SchedulerOutput so = m.schedule();
   times.schedule = seconds_since(t0);
   if (!so.empty()) {
     if (!so.copies.empty()) {
       TraceRange r("copy blocks");
       m.runner->copy_blocks(so.copies);
+      if (m.proposer) m.proposer->copy_blocks(so.copies);
     }
+    const auto td = Clock::now();
+    m.propose(so);
+    times.draft = seconds_since(td);
     const ForwardBatch batch = m.build_batch(so);
     DeviceSampled dev = m.rows_for_the_runner_to_sample(so, batch);
     const auto t1 = Clock::now();
@@ -306,6 +406,7 @@ std::vector<RequestOutput> Engine::step() {
     m.advance(so);
     m.fork_parallel_samples(so, batch);
     m.sample(so, batch, dev);
+    m.verify(so, batch);
     times.sample = seconds_since(t2);
   }
   ++m.step_count;

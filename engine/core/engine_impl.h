@@ -19,13 +19,15 @@
 #include "runner/model_runner.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
+#include "spec/proposer.h"
+#include "spec/verifier.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmwb {
 
 // Seconds each phase of one step took.
 struct StepTimes {
-  double schedule = 0, forward = 0, sample = 0;
+  double schedule = 0, forward = 0, sample = 0, draft = 0;
 };
 
 struct Engine::Impl {
@@ -41,6 +43,11 @@ struct Engine::Impl {
   std::unique_ptr<BlockManager> blocks;
   std::unique_ptr<Scheduler> sched;
   Sampler sampler;
+  // Speculative decoding (null when off): the proposer, the verifier and their counts.
+  std::unique_ptr<Proposer> proposer;
+  SpeculativeVerifier verifier{sampler};
+  SpeculativeStats spec_step, spec_total;
+  double draft_seconds_total = 0, verify_seconds_total = 0;
   int max_model_len = 0;
   uint64_t next_request = 1, next_seq = 1, next_arrival = 1;
   std::map<uint64_t, std::unique_ptr<Request>> requests;
@@ -60,18 +67,21 @@ struct Engine::Impl {
   // engine.cpp: a request's lifetime
   uint64_t add(const std::vector<int>& ids, const SamplingParams& p, const std::string& text);
   void finish(Request& r, SeqState& s, FinishReason why, const std::string& stop_reason = {});
-  void on_token(Request& r, SeqState& s, int token, float prob);
+  void on_token(Request& r, SeqState& s, int token, float prob, bool from_draft = false);
   void record_logprobs(Request& r, SeqState& s, const float* row, int token);
   // Pauses or resumes every sample of r; one_token: resumed for one more token each.
   void set_paused(Request& r, bool paused, bool one_token);
   // engine.cpp: the named phases of a step, in order
+  void plan_speculation();
   SchedulerOutput schedule();
+  void propose(const SchedulerOutput& so);
   ForwardBatch build_batch(const SchedulerOutput& so) const;
   DeviceSampled rows_for_the_runner_to_sample(const SchedulerOutput& so, const ForwardBatch& batch);
   void execute(const ForwardBatch& batch, DeviceSampled& dev);
   void advance(const SchedulerOutput& so);
   void fork_parallel_samples(const SchedulerOutput& so, const ForwardBatch& batch);
   void sample(const SchedulerOutput& so, const ForwardBatch& batch, const DeviceSampled& dev);
+  void verify(const SchedulerOutput& so, const ForwardBatch& batch);
   std::vector<RequestOutput> collect_outputs();
   // engine_telemetry.cpp
   void follow_newest_request();

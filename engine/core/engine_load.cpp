@@ -22,6 +22,7 @@ void validate(const EngineConfig& cfg) {
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
   if (cfg.max_model_len < 0) throw Error("max_model_len", "must be >= 0");
+  cfg.speculative.validate();
 }
 
 }  // namespace
@@ -95,6 +96,19 @@ void Engine::Impl::load(const LoadProgress& progress) {
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.max_num_batched_tokens = cfg.max_num_batched_tokens;
   sched = std::make_unique<Scheduler>(sc, *blocks);
+  if (cfg.speculative.enabled()) {
+    report(0.95, "loading the " + cfg.speculative.method + " proposer");
+    ProposerTarget t;
+    t.file = file.get();
+    t.tokenizer = tok.get();
+    t.runner = runner.get();
+    t.runner_exits_early = caps.early_exit;
+    t.num_blocks = num_blocks;
+    t.block_size = cfg.block_size;
+    t.kv_dtype = kv_dtype;
+    proposer = make_proposer(cfg, t);
+    telemetry.speculative_method = proposer->name();
+  }
 
   info = describe_model(*file, tok.get());
   info.context_length = max_model_len;

@@ -38,6 +38,15 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.forward_seconds = times.forward;
   t.sample_seconds = times.sample;
   t.ranks = runner->rank_telemetry();
+  t.draft_seconds = times.draft;
+  t.speculative_step = spec_step;
+  t.speculative_total = spec_total;
+  if (spec_step.drafts > 0) {
+    draft_seconds_total += times.draft;
+    verify_seconds_total += times.forward;
+  }
+  t.draft_seconds_total = draft_seconds_total;
+  t.verify_seconds_total = verify_seconds_total;
   t.num_prefill_tokens = so.num_prefill_tokens;
   t.num_decode_tokens = so.num_decode_tokens;
   // so.scheduled's sequences may be gone by now (finished requests are erased): use the counts

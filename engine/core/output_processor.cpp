@@ -27,11 +27,13 @@ size_t utf8_floor(const std::string& s, size_t n) {
 
 }  // namespace
 
-std::optional<StopDecision> OutputProcessor::append(Request& r, SeqState& s, int token, float prob) const {
+std::optional<StopDecision> OutputProcessor::append(Request& r, SeqState& s, int token, float prob,
+                                                    bool from_draft) const {
   Sequence& q = *s.seq;
   q.tokens.push_back(token);
   s.out.token_ids.push_back(token);
   s.out.token_probs.push_back(prob);
+  s.out.token_from_draft.push_back(from_draft ? 1 : 0);
   r.changed = true;
   if (r.t_first < 0) r.t_first = seconds_since(r.t_added);
   const SamplingParams& p = r.params;

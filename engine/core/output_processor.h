@@ -21,7 +21,8 @@ class OutputProcessor {
  public:
   explicit OutputProcessor(const Tokenizer& tok) : tok_(tok) {}
   // Appends `token` to s (id, probability, text) and says whether s stops here.
-  std::optional<StopDecision> append(Request& r, SeqState& s, int token, float prob) const;
+  // from_draft: a speculative guess the target accepted (marked in token_from_draft).
+  std::optional<StopDecision> append(Request& r, SeqState& s, int token, float prob, bool from_draft = false) const;
   // Ends s's text: bytes the detokenizer holds are flushed, unless a stop string cut the text.
   void close(SeqState& s, FinishReason why, const std::string& stop_reason) const;
   // The request's output now, each sample's delta being its text since the previous call.

@@ -12,6 +12,7 @@
 #include "llmwb/outputs.h"
 #include "llmwb/sampling_params.h"
 #include "sample/rng.h"
+#include "spec/draft_length.h"
 #include "request/sequence.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +33,10 @@ struct SeqState {
   bool done = false;
   // Sample k > 0 of an n > 1 request before it forks from sample 0 (not in the scheduler yet).
   bool pending = false;
+  // Speculative decoding: how many tokens this sequence drafts next, and the distributions its
+  // guesses of this step were drawn from (empty for a deterministic proposer).
+  DraftLength draft_length;
+  std::vector<float> draft_q;
   int pause_at = -1;    // step_request: pause again once this many tokens are generated
 };
 

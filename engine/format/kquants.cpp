@@ -89,17 +89,11 @@ AffineSums affine_sums(const float* x, const float* w, int n) {
   return s;
 }
 
-// The (a, b) minimising sum w (a q + b - x)^2 for fixed codes q, with b <= 0 and a >= 0.
-// Returns false when the codes cannot determine a scale (all equal).
-bool affine_solve(const float* x, const float* w, const uint8_t* q, int n, const AffineSums& fixed, Affine* out) {
+// The (a, b) minimising sum w (a q + b - x)^2 for fixed codes q, from the sums over the
+// codes (sum w q, sum w q^2, sum w q x), with b <= 0 and a >= 0. Returns false when the
+// codes cannot determine a scale (all equal).
+bool affine_solve_sums(const AffineSums& fixed, double sq, double sqq, double sqx, Affine* out) {
   const double sw = fixed.sw, sx = fixed.sx;
-  double sq = 0, sqq = 0, sqx = 0;
-  for (int i = 0; i < n; ++i) {
-    const double qi = q[i];
-    sq += w[i] * qi;
-    sqq += w[i] * qi * qi;
-    sqx += w[i] * qi * x[i];
-  }
   const double det = sw * sqq - sq * sq;
   if (!(det > 0.0) || !(sqq > 0.0)) return false;
   double a = (sw * sqx - sq * sx) / det;
@@ -112,6 +106,94 @@ bool affine_solve(const float* x, const float* w, const uint8_t* q, int n, const
   out->a = static_cast<float>(a);
   out->b = static_cast<float>(b);
   return true;
+}
+
+// The candidate search of fit_affine, run for all candidates at once: each pass walks the
+// elements once and updates every candidate's sums (lanes of a vector; target_clones builds
+// AVX2 and AVX-512 copies picked at run time). Each candidate's sums are still taken in
+// element order with the same operations as one candidate alone, and the engine is built
+// with -ffp-contract=off, so every copy gives the same bits.
+constexpr int kAffineFirst = -10, kAffineCands = 26;
+constexpr int kLanes = 32;   // candidates padded to whole vectors
+
+struct AffineCandidates {
+  alignas(64) float iscale[kLanes] = {};
+  alignas(64) double sq[kLanes], sqq[kLanes], sqx[kLanes];
+  Affine f[kLanes], g[kLanes];
+  bool okf[kLanes] = {}, okg[kLanes] = {};
+  alignas(64) float ef[kLanes], eg[kLanes];
+};
+
+#define LLMWB_KQ_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+
+// Sums of the codes round((x - lo) * iscale) of every candidate.
+LLMWB_KQ_CLONES void affine_first_pass(const float* x, const float* w, int n, int nmax, float lo,
+                                       AffineCandidates& c) {
+  double sq[kLanes] = {}, sqq[kLanes] = {}, sqx[kLanes] = {};
+  for (int i = 0; i < n; ++i) {
+    const float xl = x[i] - lo;
+    const double wi = w[i], xi = x[i];
+    for (int k = 0; k < kLanes; ++k) {
+      const double qi = static_cast<double>(round_clamp(xl * c.iscale[k], 0, nmax));
+      sq[k] += wi * qi;
+      sqq[k] += wi * qi * qi;
+      sqx[k] += wi * qi * xi;
+    }
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    c.sq[k] = sq[k];
+    c.sqq[k] = sqq[k];
+    c.sqx[k] = sqx[k];
+  }
+}
+
+// With each candidate's f: the error of f's codes and the sums of those codes (for g).
+LLMWB_KQ_CLONES void affine_refine_pass(const float* x, const float* w, int n, int nmax, AffineCandidates& c) {
+  float fa[kLanes], fb[kLanes], inv[kLanes], e[kLanes] = {};
+  double sq[kLanes] = {}, sqq[kLanes] = {}, sqx[kLanes] = {};
+  for (int k = 0; k < kLanes; ++k) {
+    fa[k] = c.f[k].a;
+    fb[k] = c.f[k].b;
+    inv[k] = fa[k] > 0.0f ? 1.0f / fa[k] : 0.0f;
+  }
+  for (int i = 0; i < n; ++i) {
+    const float xf = x[i], wf = w[i];
+    const double wi = w[i], xi = x[i];
+    for (int k = 0; k < kLanes; ++k) {
+      const int q = round_clamp((xf - fb[k]) * inv[k], 0, nmax);
+      const double qi = static_cast<double>(q);
+      sq[k] += wi * qi;
+      sqq[k] += wi * qi * qi;
+      sqx[k] += wi * qi * xi;
+      const float d = fa[k] * static_cast<float>(q) + fb[k] - xf;
+      e[k] += wf * d * d;
+    }
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    c.sq[k] = sq[k];
+    c.sqq[k] = sqq[k];
+    c.sqx[k] = sqx[k];
+    c.ef[k] = e[k];
+  }
+}
+
+// The error of each candidate's g.
+LLMWB_KQ_CLONES void affine_error_pass(const float* x, const float* w, int n, int nmax, AffineCandidates& c) {
+  float ga[kLanes], gb[kLanes], inv[kLanes], e[kLanes] = {};
+  for (int k = 0; k < kLanes; ++k) {
+    ga[k] = c.g[k].a;
+    gb[k] = c.g[k].b;
+    inv[k] = ga[k] > 0.0f ? 1.0f / ga[k] : 0.0f;
+  }
+  for (int i = 0; i < n; ++i) {
+    const float xf = x[i], wf = w[i];
+    for (int k = 0; k < kLanes; ++k) {
+      const int q = round_clamp((xf - gb[k]) * inv[k], 0, nmax);
+      const float d = ga[k] * static_cast<float>(q) + gb[k] - xf;
+      e[k] += wf * d * d;
+    }
+  }
+  for (int k = 0; k < kLanes; ++k) c.eg[k] = e[k];
 }
 
 // Fits one sub-block; writes its provisional codes to q (re-rounded later with the stored
@@ -132,34 +214,36 @@ Affine fit_affine(const float* x, const float* w, int n, int nmax, KQuantFit fit
   if (fit == KQuantFit::MinMax) return best;
   float best_err = affine_error(x, w, q, n, best);
   const AffineSums fixed = affine_sums(x, w, n);   // the same for every candidate
-  uint8_t cand[32], cand2[32];
   // Candidate inverse scales (nmax + t) / (hi - lo) for t in [-1, +1.5]: below nmax leaves
-  // headroom, above clips the extremes slightly for finer steps elsewhere.
-  for (int k = -10; k <= 15; ++k) {
-    const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / (hi - lo);
-    for (int i = 0; i < n; ++i) cand[i] = static_cast<uint8_t>(round_clamp((x[i] - lo) * iscale, 0, nmax));
-    Affine f;
-    if (!affine_solve(x, w, cand, n, fixed, &f)) continue;
-    // One Lloyd step: re-round with the solved parameters and solve again.
-    affine_round(x, n, nmax, f, cand2);
-    Affine g;
-    if (affine_solve(x, w, cand2, n, fixed, &g)) {
-      affine_round(x, n, nmax, g, cand2);
-      const float eg = affine_error(x, w, cand2, n, g);
-      if (eg < best_err) {
-        best_err = eg;
-        best = g;
-        std::memcpy(q, cand2, static_cast<size_t>(n));
-      }
+  // headroom, above clips the extremes slightly for finer steps elsewhere. Each candidate's
+  // codes are solved for (f), re-rounded and solved again (one Lloyd step, g); g, then f, is
+  // kept when it lowers the error, candidates in increasing t.
+  AffineCandidates c;
+  for (int k = 0; k < kAffineCands; ++k)
+    c.iscale[k] = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k + kAffineFirst)) / (hi - lo);
+  affine_first_pass(x, w, n, nmax, lo, c);
+  for (int k = 0; k < kAffineCands; ++k) {
+    c.okf[k] = affine_solve_sums(fixed, c.sq[k], c.sqq[k], c.sqx[k], &c.f[k]);
+    if (!c.okf[k]) c.f[k] = Affine{};   // never chosen
+  }
+  affine_refine_pass(x, w, n, nmax, c);
+  for (int k = 0; k < kAffineCands; ++k) {
+    c.okg[k] = c.okf[k] && affine_solve_sums(fixed, c.sq[k], c.sqq[k], c.sqx[k], &c.g[k]);
+    if (!c.okg[k]) c.g[k] = Affine{};
+  }
+  affine_error_pass(x, w, n, nmax, c);
+  for (int k = 0; k < kAffineCands; ++k) {
+    if (!c.okf[k]) continue;
+    if (c.okg[k] && c.eg[k] < best_err) {
+      best_err = c.eg[k];
+      best = c.g[k];
     }
-    affine_round(x, n, nmax, f, cand);
-    const float ef = affine_error(x, w, cand, n, f);
-    if (ef < best_err) {
-      best_err = ef;
-      best = f;
-      std::memcpy(q, cand, static_cast<size_t>(n));
+    if (c.ef[k] < best_err) {
+      best_err = c.ef[k];
+      best = c.f[k];
     }
   }
+  affine_round(x, n, nmax, best, q);   // the codes the chosen parameters round to
   return best;
 }
 
@@ -210,6 +294,58 @@ void quantize_affine_superblock(const float* x, int nmax, KQuantFit fit, uint8_t
 
 // ---------------------------------------------------------------------------- symmetric (Q6_K)
 
+// The candidate passes of fit_symmetric over all candidates at once (as for fit_affine: each
+// candidate's sums in element order, the same bits in every copy).
+constexpr int kSymFirst = -10, kSymCands = 21;
+
+struct SymmetricCandidates {
+  alignas(64) float iscale[kLanes] = {};
+  alignas(64) double sxq[kLanes], sqq[kLanes];
+  alignas(64) float err[kLanes];
+};
+
+LLMWB_KQ_CLONES void symmetric_sums(const float* x, const float* w, int n, SymmetricCandidates& c) {
+  double sxq[kLanes] = {}, sqq[kLanes] = {};
+  for (int i = 0; i < n; ++i) {
+    const float xf = x[i];
+    const double wx = static_cast<double>(w[i]) * x[i], wi = w[i];
+    for (int k = 0; k < kLanes; ++k) {
+      const double q = static_cast<double>(round_clamp(xf * c.iscale[k], -32, 31));
+      sxq[k] += wx * q;
+      sqq[k] += wi * q * q;
+    }
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    c.sxq[k] = sxq[k];
+    c.sqq[k] = sqq[k];
+  }
+}
+
+// The weighted squared error of the scales s[0..m) (inv[k] = 1 / s[k]), m 1 or kLanes; the
+// result lives until the next call on this thread.
+LLMWB_KQ_CLONES const float* symmetric_errors(const float* x, const float* w, int n, const float* s,
+                                             const float* inv, int m) {
+  thread_local float e[kLanes];
+  for (int k = 0; k < kLanes; ++k) e[k] = 0.0f;
+  if (m == 1) {
+    for (int i = 0; i < n; ++i) {
+      const float d = s[0] * static_cast<float>(round_clamp(x[i] * inv[0], -32, 31)) - x[i];
+      e[0] += w[i] * d * d;
+    }
+    return e;
+  }
+  float acc[kLanes] = {};
+  for (int i = 0; i < n; ++i) {
+    const float xf = x[i], wf = w[i];
+    for (int k = 0; k < kLanes; ++k) {
+      const float d = s[k] * static_cast<float>(round_clamp(xf * inv[k], -32, 31)) - xf;
+      acc[k] += wf * d * d;
+    }
+  }
+  for (int k = 0; k < kLanes; ++k) e[k] = acc[k];
+  return e;
+}
+
 // Fits x ~ s q with q in [-32, 31] for one sub-block of 16; returns s (0 for an all-zero one).
 // As Q4_0 does, the element of largest magnitude maps to -32 (with its sign in s), so the
 // whole range [-32, 31] is available on the other side.
@@ -224,31 +360,26 @@ float fit_symmetric(const float* x, const float* w, int n, KQuantFit fit) {
   if (amax == 0.0f) return 0.0f;
   float best = vmax / -32.0f;
   if (fit == KQuantFit::MinMax) return best;
-  auto error_of = [&](float s) {
-    const float inv = 1.0f / s;
-    float e = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float d = s * static_cast<float>(round_clamp(x[i] * inv, -32, 31)) - x[i];
-      e += w[i] * d * d;
-    }
-    return e;
-  };
-  float best_err = error_of(best);
-  for (int k = -10; k <= 10; ++k) {
-    const float iscale = -(32.0f + 0.1f * static_cast<float>(k)) / vmax;
-    double sxq = 0, sqq = 0;
-    for (int i = 0; i < n; ++i) {
-      const int q = round_clamp(x[i] * iscale, -32, 31);
-      sxq += static_cast<double>(w[i]) * x[i] * q;
-      sqq += static_cast<double>(w[i]) * q * q;
-    }
-    if (!(sqq > 0.0)) continue;
-    const auto s = static_cast<float>(sxq / sqq);   // least squares for these codes
-    if (s == 0.0f) continue;
-    const float e = error_of(s);
-    if (e < best_err) {
-      best_err = e;
-      best = s;
+  float inv_best = 1.0f / best;
+  float best_err = symmetric_errors(x, w, n, &best, &inv_best, 1)[0];
+  // Candidates -(32 + t) / vmax for t in [-1, +1] (increasing t), each solved for the least
+  // squares scale of its codes; the first with the smallest error wins.
+  SymmetricCandidates c;
+  for (int k = 0; k < kSymCands; ++k) c.iscale[k] = -(32.0f + 0.1f * static_cast<float>(k + kSymFirst)) / vmax;
+  symmetric_sums(x, w, n, c);
+  float sc[kLanes] = {}, inv[kLanes] = {};
+  bool ok[kLanes] = {};
+  for (int k = 0; k < kSymCands; ++k) {
+    if (!(c.sqq[k] > 0.0)) continue;
+    sc[k] = static_cast<float>(c.sxq[k] / c.sqq[k]);   // least squares for these codes
+    ok[k] = sc[k] != 0.0f;
+    inv[k] = ok[k] ? 1.0f / sc[k] : 0.0f;
+  }
+  const float* e = symmetric_errors(x, w, n, sc, inv, kLanes);
+  for (int k = 0; k < kSymCands; ++k) {
+    if (ok[k] && e[k] < best_err) {
+      best_err = e[k];
+      best = sc[k];
     }
   }
   return best;

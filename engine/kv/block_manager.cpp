@@ -242,6 +242,15 @@ void BlockManager::commit_computed(const Sequence& seq) {
   }
 }
 
+void BlockManager::trim(Sequence& seq) {
+  Impl& m = *impl_;
+  const size_t keep = static_cast<size_t>(ceil_div(seq.num_computed_tokens, m.block_size));
+  while (seq.block_table.size() > keep) {
+    m.drop_ref(seq.block_table.back());
+    seq.block_table.pop_back();
+  }
+}
+
 void BlockManager::fork(const Sequence& parent, Sequence& child) {
   Impl& m = *impl_;
   if (!child.block_table.empty()) release(child);

@@ -62,6 +62,11 @@ class BlockManager {
   // full block gets its hash and enters the prefix cache index.
   void commit_computed(const Sequence& seq);
 
+  // Speculative decoding's rollback: drops the blocks past those holding seq's
+  // num_computed_tokens (slots reserved for draft tokens the target rejected). Rejected tokens
+  // were never computed tokens, so no hash was registered for them.
+  void trim(Sequence& seq);
+
   // Parallel sampling: `child` shares all of `parent`'s blocks (ref count +1 each) and takes
   // the parent's num_computed_tokens.
   void fork(const Sequence& parent, Sequence& child);

@@ -79,10 +79,11 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   // is computed there (as llama.cpp does), from rows gathered into a batch of their own. Every
   // row is computed alone, bitwise, whatever rows it is batched with, so the logits are the
   // same. Not when that layer's attention is being recorded (the heatmap wants every query).
-  const int last_layer = c.n_layers - 1;
+  const int n_layers = batch.exit_layers > 0 ? std::min(batch.exit_layers, c.n_layers) : c.n_layers;
+  const int last_layer = n_layers - 1;
   const bool trim = batch.num_logit_rows < n && !(record != nullptr && record_layer == last_layer) &&
                     observer == nullptr && stage_out_ == nullptr;
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l = 0; l < n_layers; ++l) {
     const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
     const bool trimmed = l == last_layer && trim;
     if (observer) observer->begin_layer(l);
@@ -95,7 +96,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     if (c.attn_qkv_bias) be_->add_bias(v, L.bv.data(), n, int(kv_dim));
     be_->store_kv(cache, l, batch, k, v);
     if (trimmed) {
-      if (batch.num_logit_rows > 0) forward_logit_rows(batch, cache, L, logits);
+      if (batch.num_logit_rows > 0) forward_logit_rows(batch, cache, l, logits);
       return;
     }
     AttentionRecord* rec = l == record_layer ? record : nullptr;
@@ -153,8 +154,8 @@ void LlamaModel::output_and_ffn(const LlamaLayerWeights& L, const float* att, in
   be_->add(x, xb, n * dim);
 }
 
-void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L,
-                                    float* logits) {
+void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, int l, float* logits) {
+  const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
   const ModelConfig& c = config_;
   const int m = batch.num_logit_rows;
   const int64_t dim = c.dim;
@@ -188,7 +189,6 @@ void LlamaModel::forward_logit_rows(const ForwardBatch& batch, KVCache& cache, c
   float* att = att_.data();
   float* hb = hb_.data();
   float* hb2 = hb2_.data();
-  const int l = c.n_layers - 1;
   be_->matmul(L.wq, xn, m, q);
   finish_heads(q, m, c.n_heads, L.bq, L.q_norm, tail_positions_.data());
   be_->attention(cache, l, tail_, q, attn_, att, nullptr);

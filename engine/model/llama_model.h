@@ -74,7 +74,8 @@ class LlamaModel {
   void output_and_ffn(const LlamaLayerWeights& L, const float* att, int n, float* x, float* xb, float* hb, float* hb2,
                       ForwardObserver* observer = nullptr, int layer = -1);
   // The last layer past K/V, over the rows that get logits only: gathered rows, their batch.
-  void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, const LlamaLayerWeights& L, float* logits);
+  // `l` is the last layer run (the model's last, or ForwardBatch::exit_layers - 1).
+  void forward_logit_rows(const ForwardBatch& batch, KVCache& cache, int l, float* logits);
   ForwardBatch tail_;
   std::vector<int> tail_positions_;
   HugeFloatVector tail_xb_;   // the logit rows' normed input (their residual rows go in last_)

@@ -31,6 +31,9 @@ struct ForwardBatch {
   // logit-row batch), so that a runner builds what it derives from them (KV slots, attention
   // tiles) once per step rather than once per layer. 0: unnamed, derived again at every use.
   uint64_t step = 0;
+  // Early exit (speculative decoding's layers:K draft): run only the first exit_layers layers,
+  // then the final norm and head. 0: every layer.
+  int exit_layers = 0;
 };
 
 // Attention weights recorded during a forward pass for the sequence marked capture_attention:

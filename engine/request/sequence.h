@@ -22,6 +22,11 @@ struct Sequence {
   int num_cached_tokens = 0;    // of the prompt, how many came from the prefix cache
   SeqStatus status = SeqStatus::Waiting;
   std::vector<int> block_table; // logical block i -> physical block id
+  // Speculative decoding: draft slots the engine asks the scheduler to reserve past the next
+  // token (k), and the draft tokens proposed into them this step (at most k; never in `tokens`
+  // until the target accepts them, so no other part sees an unverified token).
+  int num_spec_tokens = 0;
+  std::vector<int> spec_tokens;
   bool paused = false;          // held by the engine: not scheduled, blocks kept
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }

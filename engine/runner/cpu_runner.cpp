@@ -28,11 +28,12 @@ CpuRunner::CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, L
                      const RunnerProgress& progress) {
   if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
   backend_ = std::make_unique<CpuBackend>(threads, tuning.float_panels);
-  // The 4-bit matrices are repacked for the CPU kernels now, tensor by tensor; each original's
-  // mapped pages are dropped once copied, so RSS holds one copy (qrepack.h), and so is a matrix
-  // quantized at load: nothing reads its unpacked bytes again (the model multiplies through the
-  // backend, which finds the copy by the view's address). A head tied to the embedding is never
-  // discarded: the embedding lookup reads its rows.
+  // The block-quantized matrices (4-bit, Q8_0, k-quants) are repacked for the CPU kernels now,
+  // tensor by tensor; each original's mapped pages are dropped once copied, so RSS holds one
+  // copy (qrepack.h), and so is a matrix quantized at load: nothing reads its unpacked bytes
+  // again (the model multiplies through the backend, which finds the copy by the view's
+  // address). A head tied to the embedding is never discarded: the embedding lookup reads its
+  // rows.
   auto prepare = [&](const TensorView& t) {
     backend_->prepare(t);
     if (cpu::repackable(t.dtype) && t.data != weights.tok_embeddings.data) file.discard_quantized(t.data);

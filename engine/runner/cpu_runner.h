@@ -12,12 +12,12 @@ namespace llmwb {
 
 class CpuRunner final : public ModelRunner {
  public:
-  // Prepares every matrix for the CPU kernels (4-bit repacks, float panels) now, layer by layer,
-  // so the first request does not pay for it; `progress` after each layer (false cancels).
+  // Prepares every matrix for the CPU kernels (block-type repacks, float panels) now, layer by
+  // layer, so the first request does not pay for it; `progress` after each layer (false cancels).
   CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
             const RunnerProgress& progress);
   std::string describe() const override;
-  RunnerCapabilities capabilities() const override { return {}; }
+  RunnerCapabilities capabilities() const override { return {.early_exit = true}; }
   uint64_t kv_memory_available() const override;
   void allocate_kv(int num_blocks, int block_size, KVDType dtype) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;

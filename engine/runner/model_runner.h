@@ -37,6 +37,8 @@ struct RunnerCapabilities {
   bool samples_with_penalty = false;
   // The KV cache element types its pool can hold.
   std::vector<KVDType> kv_dtypes{KVDType::F32, KVDType::F16, KVDType::INT8};
+  // Honours ForwardBatch::exit_layers (the layers:K self-speculative draft).
+  bool early_exit = false;
 };
 
 // Progress while a runner prepares weights: (fraction of its part, what). Returns false to cancel.

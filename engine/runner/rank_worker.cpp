@@ -41,6 +41,11 @@ void RankWorker::copy_blocks(std::span<const BlockCopy> copies) {
 
 void RankWorker::run(const ForwardBatch& batch, int record_layer, AttentionRecord* record) {
   if (!kv_) throw Error("parallel", "allocate_kv must come before a step");
+  // An early-exit draft counts layers from the model's first: a later stage cannot tell where
+  // its own layers stand in it.
+  if (batch.exit_layers > 0 && pp_ > 1)
+    throw Error("pipeline_parallel_size", "speculative decoding's early-exit draft (layers:K) runs with "
+                                          "pipeline_parallel_size 1");
   const auto t0 = std::chrono::steady_clock::now();
   const double ar0 = tp_comm_.seconds;
   const uint64_t arb0 = tp_comm_.bytes;

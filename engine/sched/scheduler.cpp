@@ -100,8 +100,11 @@ SchedulerOutput Scheduler::schedule() {
       continue;
     }
     const int num_new = std::min(uncomputed, budget);
+    // Draft slots only for a decode, only within the budget and only from free blocks.
+    int spec = seq->num_spec_tokens;
+    if (spec > 0 && (uncomputed != 1 || budget < 1 + spec || !blocks_.can_append(*seq, 1 + spec))) spec = 0;
     bool self_preempted = false;
-    while (!blocks_.append_slots(*seq, num_new, &out.copies)) {
+    while (!blocks_.append_slots(*seq, num_new + spec, &out.copies)) {
       if (preempt_latest() == seq) {
         self_preempted = true;
         break;
@@ -109,7 +112,9 @@ SchedulerOutput Scheduler::schedule() {
     }
     if (self_preempted) break;  // seq was the last running sequence
     add_scheduled(seq, num_new, false, out);
-    budget -= num_new;
+    out.scheduled.back().num_spec_slots = spec;
+    out.num_decode_tokens += spec;
+    budget -= num_new + spec;
     ++i;
   }
 

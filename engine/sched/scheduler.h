@@ -7,6 +7,10 @@
 // across steps so running decodes never stall behind it. When blocks run out, the most
 // recently arrived running sequence is preempted: its blocks are released and it goes back to
 // the front of the waiting queue to be recomputed later. The scheduler never touches tensors.
+//
+// Speculative decoding: a decoding sequence that asks for k draft slots (num_spec_tokens) gets
+// slots for its token and k more when the budget and free blocks allow, without preempting
+// anyone for them; otherwise it decodes one token as usual.
 #pragma once
 
 #include <deque>
@@ -29,6 +33,9 @@ struct ScheduledSeq {
   bool decode = false;      // is_decode(*seq, num_new_tokens), decided here once for everyone
   bool admitted = false;    // admitted from the waiting queue by this step (its prefix-cache hits
                             // are in seq->num_cached_tokens)
+  // Speculative decoding: KV slots reserved past the num_new_tokens for draft tokens (the
+  // sequence's num_spec_tokens when the step's budget and the free blocks allow them, else 0).
+  int num_spec_slots = 0;
 };
 
 // The one rule for what a decode is: exactly the one token sampled last step. Everything else

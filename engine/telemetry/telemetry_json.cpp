@@ -32,6 +32,24 @@ std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
   j["fragmentation"] = t.slots_allocated ? 1.0 - double(t.slots_filled) / double(t.slots_allocated) : 0.0;
   j["kv_bytes_total"] = t.kv_bytes_total;
   j["kv_dtype"] = t.kv_dtype;
+  if (!t.speculative_method.empty()) {
+    auto stats = [](const SpeculativeStats& s) {
+      std::vector<double> at;
+      for (size_t i = 0; i < s.drafted_at.size(); ++i) at.push_back(s.acceptance_at(i));
+      return nlohmann::json{{"drafted", s.drafted},
+                            {"accepted", s.accepted},
+                            {"drafts", s.drafts},
+                            {"acceptance_rate", s.acceptance_rate()},
+                            {"mean_acceptance_length", s.mean_acceptance_length()},
+                            {"acceptance_per_position", at}};
+    };
+    j["speculative"] = {{"method", t.speculative_method},
+                        {"step", stats(t.speculative_step)},
+                        {"total", stats(t.speculative_total)},
+                        {"draft_seconds", t.draft_seconds},
+                        {"draft_seconds_total", t.draft_seconds_total},
+                        {"verify_seconds_total", t.verify_seconds_total}};
+  }
   auto seqs = nlohmann::json::array();
   for (const auto& s : t.sequences)
     seqs.push_back({{"request_id", s.request_id},

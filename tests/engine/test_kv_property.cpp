@@ -43,6 +43,9 @@ struct SimConfig {
   double fork_rate;     // chance that a request asks for a second sample
   int arrival_steps;
   uint64_t seed;
+  // Speculative decoding: a decoding sequence asks for up to this many draft slots a step; a
+  // random prefix of its guesses is accepted and the rest rolled back (BlockManager::trim).
+  int spec_max = 0;
 };
 
 void PrintTo(const SimConfig& c, std::ostream* os) { *os << c.name; }
@@ -97,6 +100,7 @@ class Simulation {
   int copies() const { return copies_; }
   int cached_tokens() const { return cached_tokens_; }
   int chunked_steps() const { return chunked_prefills_; }
+  int rejected_guesses() const { return rejected_; }
 
  private:
   int token() { return std::uniform_int_distribution<int>(0, 40)(rng_); }
@@ -194,6 +198,12 @@ class Simulation {
   }
 
   void one_step(int step) {
+    for (Sequence* s : sched_.running()) {
+      s->num_spec_tokens = 0;
+      if (c_.spec_max == 0 || s->num_uncomputed() != 1 || s->num_tokens() <= s->num_prompt_tokens) continue;
+      const int room = s->max_total_tokens - s->num_tokens() - 1;
+      s->num_spec_tokens = std::min(room, std::uniform_int_distribution<int>(0, c_.spec_max)(rng_));
+    }
     const Sequence* oldest = oldest_live();
     const std::set<const Sequence*> was_running(sched_.running().begin(), sched_.running().end());
     const SchedulerOutput out = sched_.schedule();
@@ -210,9 +220,10 @@ class Simulation {
         ASSERT_EQ(s.num_new_tokens, s.seq->num_uncomputed());
       }
       ASSERT_GE(static_cast<int>(s.seq->block_table.size()) * c_.block_size,
-                s.seq->num_computed_tokens + s.num_new_tokens)
+                s.seq->num_computed_tokens + s.num_new_tokens + s.num_spec_slots)
           << "scheduled tokens without slots";
-      total += s.num_new_tokens;
+      ASSERT_LE(s.num_spec_slots, s.seq->num_spec_tokens);
+      total += s.num_new_tokens + s.num_spec_slots;
       if (s.num_new_tokens < s.seq->num_uncomputed()) ++chunked_prefills_;
       if (!(s.num_new_tokens == 1 && s.seq->num_uncomputed() == 1 &&
             s.seq->num_tokens() > s.seq->num_prompt_tokens)) {
@@ -270,6 +281,18 @@ class Simulation {
         ASSERT_EQ(holders[b], 1) << "writing into block " << b << " shared by " << holders[b];
         slot(b, p % c_.block_size) = ss.fingerprint[static_cast<size_t>(p)];
       }
+      // Guesses: K/V of tokens that may yet be rejected, written past the new token.
+      std::vector<int>& guesses = seq.spec_tokens;
+      guesses.clear();
+      uint64_t fp = ss.fingerprint.back();
+      for (int g = 0; g < s.num_spec_slots; ++g) {
+        guesses.push_back(token());
+        fp = extend_fingerprint(fp, guesses.back());
+        const int p = seq.num_tokens() + g;
+        const int b = seq.block_table[static_cast<size_t>(p / c_.block_size)];
+        ASSERT_EQ(holders[b], 1) << "guess written into block " << b << " shared by " << holders[b];
+        slot(b, p % c_.block_size) = fp;
+      }
     }
     for (const ScheduledSeq& s : out.scheduled) {
       s.seq->num_computed_tokens += s.num_new_tokens;
@@ -277,11 +300,39 @@ class Simulation {
     }
     ASSERT_NO_FATAL_FAILURE(check_kv());
 
+    // Verification: a random prefix of the guesses is accepted, then the target's own token;
+    // the accepted guesses' K/V stays, the rest is rolled back.
+    for (const ScheduledSeq& s : out.scheduled) {
+      Sequence& seq = *s.seq;
+      if (s.num_spec_slots == 0) continue;
+      const std::vector<int> guesses = std::move(seq.spec_tokens);
+      seq.spec_tokens.clear();
+      SimSeq& ss = find(seq);
+      const int accepted = std::uniform_int_distribution<int>(0, static_cast<int>(guesses.size()))(rng_);
+      rejected_ += static_cast<int>(guesses.size()) - accepted;
+      for (int g = 0; g < accepted; ++g) {
+        seq.tokens.push_back(guesses[static_cast<size_t>(g)]);
+        ss.fingerprint.push_back(extend_fingerprint(ss.fingerprint.back(), seq.tokens.back()));
+      }
+      seq.num_computed_tokens += accepted;
+      blocks_.commit_computed(seq);
+      blocks_.trim(seq);
+      ASSERT_EQ(static_cast<int>(seq.block_table.size()), (seq.num_computed_tokens + c_.block_size - 1) / c_.block_size);
+      const int t = token();
+      seq.tokens.push_back(t);
+      ss.fingerprint.push_back(extend_fingerprint(ss.fingerprint.back(), t));
+      if (seq.num_tokens() == seq.max_total_tokens) {
+        end(ss, step);
+        ++finished_;
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(check_kv());
+
     // The sampler, and requests finishing at their length (forks after the first sample).
     std::vector<const Sequence*> to_fork;
     for (const ScheduledSeq& s : out.scheduled) {
       Sequence& seq = *s.seq;
-      if (seq.num_computed_tokens != seq.num_tokens()) continue;
+      if (s.num_spec_slots > 0 || seq.num_computed_tokens != seq.num_tokens()) continue;
       SimSeq& ss = find(seq);
       if (seq.num_cached_tokens > 0 && seq.num_tokens() == seq.num_prompt_tokens) {
         cached_tokens_ += seq.num_cached_tokens;
@@ -388,7 +439,7 @@ class Simulation {
   std::vector<SimSeq*> live_;  // those not finished or aborted
   std::unordered_map<const Sequence*, SimSeq*> index_;
   uint64_t next_seq_id_ = 1, next_request_id_ = 1;
-  int finished_ = 0, copies_ = 0, cached_tokens_ = 0, chunked_prefills_ = 0;
+  int finished_ = 0, copies_ = 0, cached_tokens_ = 0, chunked_prefills_ = 0, rejected_ = 0;
 };
 
 class KvProperty : public ::testing::TestWithParam<SimConfig> {};
@@ -414,6 +465,9 @@ TEST_P(KvProperty, RandomWorkloadKeepsEveryInvariantAndFinishesEveryRequest) {
   if (c.chunked && c.budget < c.max_prompt) {
     EXPECT_GT(sim.chunked_steps(), 0) << "no chunking";
   }
+  if (c.spec_max > 0) {
+    EXPECT_GT(sim.rejected_guesses(), 0) << "no rollback";
+  }
 }
 
 // name, blocks, block size, max seqs, budget, chunked, caching, max prompt tail, max new,
@@ -430,7 +484,11 @@ INSTANTIATE_TEST_SUITE_P(Workloads, KvProperty,
                                            SimConfig{"OneTokenBudget", 30, 4, 1, 1, true, true, 10,
                                                      8, 0.1, 0.01, 0.0, 3000, 5},
                                            SimConfig{"ManySeqsRoomyPool", 256, 8, 32, 128, true,
-                                                     true, 60, 60, 1.0, 0.02, 0.1, 3000, 6}),
+                                                     true, 60, 60, 1.0, 0.02, 0.1, 3000, 6},
+                                           SimConfig{"SpeculationTinyPoolCachingForks", 16, 4, 6, 24,
+                                                     true, true, 30, 30, 0.3, 0.01, 0.2, 3000, 7, 5},
+                                           SimConfig{"SpeculationRoomyPool", 200, 8, 24, 128, true,
+                                                     true, 60, 60, 0.8, 0.02, 0.1, 3000, 8, 8}),
                          [](const ::testing::TestParamInfo<SimConfig>& info) {
                            return info.param.name;
                          });

@@ -82,7 +82,9 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
 using test::available_levels;
 using test::SimdLevelGuard;
 
-const std::vector<DType> kQ4Types = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1};
+// The types with a repacked copy (qrepack.h).
+const std::vector<DType> kPackedTypes = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1,
+                                         DType::Q8_0,     DType::Q4_K,      DType::Q5_K, DType::Q6_K};
 
 // Which kernels product() runs: the in-place ones (cpu::matmul) or, for the 4-bit types, a
 // fresh repacked copy (no cache: the test weights are freed and their addresses reused).
@@ -229,15 +231,15 @@ TEST(QMatmul, UnalignedWeightRowsAreRead) { unaligned_rows_are_read(kQTypes); }
 
 TEST(QMatmulRepacked, EveryDtypeAndSimdLevelMatchesTheDequantizedProduct) {
   PackedGuard p;
-  every_dtype_matches(kQ4Types);
+  every_dtype_matches(kPackedTypes);
 }
 TEST(QMatmulRepacked, LongRowsAndManyRowsMatch) {
   PackedGuard p;
-  long_rows_match(kQ4Types);
+  long_rows_match(kPackedTypes);
 }
 TEST(QMatmulRepacked, UnalignedWeightRowsAreRead) {
   PackedGuard p;
-  unaligned_rows_are_read(kQ4Types);
+  unaligned_rows_are_read(kPackedTypes);
 }
 
 TEST(QMatmul, ActivationsAreQuantizedPerBlockOf32WithinHalfAStep) {
@@ -359,11 +361,11 @@ TEST(QMatmul, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) { batch_invariant(kQ
 TEST(QMatmul, ResultsDoNotDependOnTheThreadCount) { thread_invariant(kQTypes); }
 TEST(QMatmulRepacked, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
   PackedGuard p;
-  batch_invariant(kQ4Types);
+  batch_invariant(kPackedTypes);
 }
 TEST(QMatmulRepacked, ResultsDoNotDependOnTheThreadCount) {
   PackedGuard p;
-  thread_invariant(kQ4Types);
+  thread_invariant(kPackedTypes);
 }
 
 TEST(QMatmul, EveryQuantizedTypeIsRoutedAndFloatTypesAreNot) {

@@ -30,7 +30,8 @@ namespace {
 using test::available_levels;
 using test::SimdLevelGuard;
 
-const std::vector<DType> kQ4Types = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1};
+const std::vector<DType> kQ4Types = {DType::INT4_G32, DType::INT4_G128, DType::Q4_0, DType::Q4_1,
+                                     DType::Q8_0,     DType::Q4_K,      DType::Q5_K, DType::Q6_K};
 
 struct Weights {
   std::vector<uint8_t> storage;
@@ -53,8 +54,14 @@ struct Weights {
   }
 };
 
+bool kquant(DType dt) { return dt == DType::Q4_K || dt == DType::Q5_K || dt == DType::Q6_K; }
+
+// A row width of at least k that `dt` can hold (the k-quants need whole super-blocks of 256).
+int64_t width_for(DType dt, int64_t k) { return kquant(dt) ? (k + 255) / 256 * 256 : k; }
+
 std::vector<int64_t> ks_of(DType dt) {
-  if (dt == DType::Q4_0 || dt == DType::Q4_1) return {32, 96, 544};
+  if (dt == DType::Q4_0 || dt == DType::Q4_1 || dt == DType::Q8_0) return {32, 96, 544};
+  if (kquant(dt)) return {256, 512, 768};
   return {1, 5, 32, 33, 100, 128, 130, 300, 544};   // partial blocks and groups
 }
 
@@ -87,8 +94,12 @@ TEST(QRepack, EveryBlockReadsBackAsUnpackBlockGivesIt) {
             const std::string where = std::string(dtype_name(dt)) + " N=" + std::to_string(N) +
                                       " K=" + std::to_string(K) + " row " + std::to_string(r) +
                                       " block " + std::to_string(b);
+            // Zero bytes of the offset layouts (Q8_0's q + 128, Q6_K's q + 32) read back as
+            // -128 / -32 with a zero scale: zero values all the same.
+            if (r >= N && (dt == DType::Q8_0 || dt == DType::Q6_K)) std::memcpy(want.q, got.q, sizeof(got.q));
             ASSERT_EQ(std::memcmp(got.q, want.q, sizeof(got.q)), 0) << where;
             ASSERT_EQ(got.d_lo, want.d_lo) << where;
+            ASSERT_EQ(got.d_hi, want.d_hi) << where;
             ASSERT_EQ(got.m, want.m) << where;
           }
         }
@@ -128,7 +139,7 @@ TEST(QRepack, EverySimdLevelGivesTheSameBits) {
 TEST(QRepack, SharedInputMatmulsGiveTheBitsOfSeparateCalls) {
   const int64_t rows[] = {37, 16, 50};
   for (DType dt : kQ4Types) {
-    for (int64_t K : {int64_t{32}, int64_t{544}}) {
+    for (int64_t K : {width_for(dt, 32), width_for(dt, 544)}) {
       std::vector<std::unique_ptr<Weights>> w;
       std::vector<std::unique_ptr<cpu::PackedQ4>> p;
       ThreadPool pool1(1);
@@ -167,10 +178,11 @@ TEST(QRepack, SharedInputMatmulsGiveTheBitsOfSeparateCalls) {
 }
 
 // CpuBackend::matmul_shared_input fuses repacked weights of one width and falls back to
-// separate calls otherwise (a Q8_0 weight in the list); the bits are those of matmul either way.
+// separate calls otherwise (an INT8_ROW weight in the list); the bits are those of matmul
+// either way.
 TEST(QRepack, TheCpuBackendSharedInputMatmulEqualsSeparateMatmuls) {
   CpuBackend be(2);
-  Weights a(DType::INT4_G32, 40, 96, 1), b(DType::INT4_G32, 24, 96, 2), c(DType::Q8_0, 8, 96, 3);
+  Weights a(DType::INT4_G32, 40, 96, 1), b(DType::INT4_G32, 24, 96, 2), c(DType::INT8_ROW, 8, 96, 3);
   const std::vector<float> x = random_vector(2 * 96, 4);
   for (bool with_q8 : {false, true}) {
     std::vector<float> ya(2 * 40, NAN), yb(2 * 24, NAN), yc(2 * 8, NAN);
@@ -215,13 +227,14 @@ TEST(QRepack, MappedFilePagesAreHandedBackAndRefault) {
   std::filesystem::remove(path);
 }
 
-TEST(QRepack, TheCpuBackendRunsFourBitWeightsOverItsCache) {
+TEST(QRepack, TheCpuBackendRunsRepackableWeightsOverItsCache) {
   CpuBackend be(2);
   std::vector<std::unique_ptr<Weights>> alive;   // the cache's contract: weights outlive it
   for (DType dt : kQ4Types) {
-    alive.push_back(std::make_unique<Weights>(dt, 50, 160, 3));
+    const int64_t K = width_for(dt, 160);
+    alive.push_back(std::make_unique<Weights>(dt, 50, K, 3));
     const Weights& w = *alive.back();
-    const std::vector<float> x = random_vector(3 * 160, 4);
+    const std::vector<float> x = random_vector(static_cast<size_t>(3 * K), 4);
     std::vector<float> y(3 * 50, NAN), want(y.size(), NAN);
     be.matmul(w.view, x.data(), 3, y.data());
     be.matmul(w.view, x.data(), 3, y.data());   // the second call reuses the copy
@@ -232,7 +245,7 @@ TEST(QRepack, TheCpuBackendRunsFourBitWeightsOverItsCache) {
   EXPECT_GT(be.repacked().bytes(), 0u);
 
   // Other types keep the in-place kernels and are not copied.
-  Weights q8(DType::Q8_0, 8, 64, 5);
+  Weights q8(DType::INT8_ROW, 8, 64, 5);
   const std::vector<float> x = random_vector(64, 6);
   std::vector<float> y(8), want(8);
   be.matmul(q8.view, x.data(), 1, y.data());
@@ -254,7 +267,7 @@ TEST(QRepack, TheCacheCarvesCopiesOutOfSharedChunks) {
   std::vector<std::unique_ptr<Weights>> w;
   std::vector<const cpu::PackedQ4*> p;
   for (DType dt : kQ4Types) {
-    w.push_back(std::make_unique<Weights>(dt, 37, 96, 11));
+    w.push_back(std::make_unique<Weights>(dt, 37, width_for(dt, 96), 11));
     p.push_back(cache.get(w.back()->view, pool));
     ASSERT_NE(p.back(), nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p.back()->data()) % 64, 0u);

@@ -401,6 +401,29 @@ TEST(CudaScheduler, BatchedEqualsSequentialAndEqualsTheCpu) {
   }
 }
 
+// Speculative decoding on the CUDA runner: the same engine-level verification (guesses scored
+// with all_logits in the continuous batch, the rest sampled on the device), the greedy texts of
+// the CPU without speculation, and every block back in the pool.
+TEST(CudaScheduler, SpeculativeDecodingGivesTheGreedyTextsOfTheCpu) {
+  LLMWB_REQUIRE_GPU();
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 60;
+  LLM cpu(stories_config("cpu"));
+  const auto ref = cpu.generate(prompts(), p);
+  for (const char* method : {"ngram", "self-int4"}) {
+    EngineConfig c = stories_config("cuda");
+    c.speculative = parse_speculative(method);
+    LLM spec(c);
+    const auto got = spec.generate(prompts(), p);
+    for (size_t i = 0; i < prompts().size(); ++i)
+      EXPECT_EQ(got[i].outputs[0].text, ref[i].outputs[0].text) << prompts()[i] << ", " << method;
+    const StepTelemetry& t = spec.engine().telemetry();
+    EXPECT_GT(t.speculative_total.drafted, 0u) << method;
+    EXPECT_EQ(t.blocks_used, 0) << method;
+  }
+}
+
 // Greedy and sampled requests (seeded; top-k, top-p, min-p) in one batch: sampled on the device,
 // they give the texts of copying every row back and sampling on the host
 // (LLMWB_DEVICE_SAMPLING=0); a repetition penalty stays on the host either way.

@@ -25,24 +25,13 @@ class TestChatView : public QObject {
   QString store_dir_;
   ui::ChatView* chat() { return bench_->window().chat_view(); }
 
-  void send(const QString& text) {
-    chat()->input()->setPlainText(text);
-    chat()->send();
-    QVERIFY(chat()->is_generating());
-    QVERIFY(QTest::qWaitFor([&] { return !chat()->is_generating(); }, 60000));
-    QVERIFY2(chat()->last_error().isEmpty(), qPrintable(chat()->last_error()));
-  }
+  void send(const QString& text) { QVERIFY(uitest::send_chat(chat(), text)); }
 
  private slots:
   void initTestCase() {
     bench_ = uitest::start_application(ui::MainWindow::View::Chat);
     store_dir_ = uitest::scratch_dir("conversations");
-    chat()->set_store(ui::ConversationStore(store_dir_));
-    QVERIFY(uitest::open_model_and_wait(bench_->window(), uitest::stories_gguf()));
-    SamplingParams greedy;
-    greedy.temperature = 0.0f;
-    greedy.max_tokens = 24;
-    chat()->sampling()->set_params(greedy);
+    QVERIFY(uitest::open_chat(*bench_, store_dir_, 24));
   }
 
   void cleanupTestCase() { bench_.reset(); }

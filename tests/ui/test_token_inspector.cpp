@@ -5,11 +5,14 @@
 // another candidate as a new branch that starts with the context and that candidate.
 #include <QComboBox>
 #include <QPlainTextEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QTest>
 
+#include "chat_view.h"
 #include "completion_view.h"
+#include "conversation_store.h"
 #include "kv_block_grid.h"
 #include "kv_block_map.h"
 #include "sampling_params_editor.h"
@@ -72,6 +75,38 @@ class TestTokenInspector : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return !view()->is_generating(); }, 30000));
     QCOMPARE(view()->chips()->chip_count(), 60);
     emit bench_->window().step_delay_requested(0);
+  }
+
+  void the_chat_holds_and_resumes_its_reply() {
+    bench_->window().show_view(ui::MainWindow::View::Chat);
+    ui::ChatView* chat = bench_->window().chat_view();
+    chat->set_store(ui::ConversationStore(uitest::scratch_dir("inspector-chat")));
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = 60;
+    p.ignore_eos = true;
+    chat->sampling()->set_params(p);
+    emit bench_->window().step_delay_requested(20);
+    chat->input()->setPlainText("Tell me a story.");
+    chat->send();
+    QVERIFY(chat->is_generating());
+    QTest::qWait(150);
+    QVERIFY(chat->pause_button()->isEnabled());
+    QTest::mouseClick(chat->pause_button(), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return chat->is_paused(); }, 5000));
+    QCOMPARE(chat->pause_button()->text(), QString("Resume"));
+    QVERIFY(chat->step_button()->isEnabled());
+    // 60 tokens at 20 ms a step would be done in ~1.2 s: held, the reply does not finish.
+    QTest::qWait(2000);
+    QVERIFY(chat->is_generating());
+    QTest::mouseClick(chat->step_button(), Qt::LeftButton);
+    QTest::qWait(200);
+    QVERIFY(chat->is_generating());
+    QTest::mouseClick(chat->pause_button(), Qt::LeftButton);   // Resume
+    QVERIFY(QTest::qWaitFor([&] { return !chat->is_generating(); }, 30000));
+    QVERIFY(!chat->is_paused());
+    emit bench_->window().step_delay_requested(0);
+    bench_->window().show_view(ui::MainWindow::View::Completion);
   }
 
   void clicking_a_chip_opens_its_step() {

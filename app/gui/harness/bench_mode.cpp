@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat_view.h"
 #include "completion_view.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
@@ -26,6 +27,19 @@
 #include "throughput_chart.h"
 
 namespace llmwb::gui {
+
+QString bench_markdown_answer() {
+  QString md;
+  for (int i = 1; md.size() < 12000; ++i) {
+    md += QString("## Part %1: what the engine does\n\n").arg(i);
+    md += "The scheduler picks the **waiting** requests, the runner computes one step and the "
+          "`sampler` draws a token; see [the docs](https://example.com/docs) for details.\n\n";
+    md += "- prefill the prompt in chunks\n- decode one token per sequence\n- free the KV blocks at the end\n\n";
+    md += "| Stage | Cost | Notes |\n|---|---:|---|\n| prefill | 12.5 ms | batched |\n| decode | 0.25 ms | per token |\n\n";
+    md += "```cpp\nfor (int step = 0; step < steps; ++step) {\n  engine.step();\n  report(step);\n}\n```\n\n";
+  }
+  return md;
+}
 
 namespace {
 
@@ -142,7 +156,20 @@ void BenchMode::start() {
   w.set_settings(s);
   w.resize(1440, 920);
   w.show();
-  w.show_view(ui::MainWindow::View::Completion);
+  w.show_view(options_.chat.isEmpty() ? ui::MainWindow::View::Completion : ui::MainWindow::View::Chat);
+  if (!options_.chat.isEmpty() && options_.chat != "text" && options_.chat != "markdown")
+    return fail("--bench-chat: '" + options_.chat + "' is not text or markdown");
+  if (options_.chat == "markdown") {
+    markdown_ = bench_markdown_answer();
+    disconnect(&bench_.mailbox(), &FrameMailbox::tokens, &w, &ui::MainWindow::on_tokens);
+    connect(&bench_.mailbox(), &FrameMailbox::tokens, this, &BenchMode::deliver_tokens);
+  }
+  connect(w.chat_view(), &ui::ChatView::reply_finished, this, [this] {
+    const ui::Conversation& c = bench_.window().chat_view()->conversation();
+    if (c.messages.empty() || c.messages.back().role != "assistant") return on_finished(0, 0.0, true);
+    const ui::MessageStats& s = c.stats_at(c.messages.size() - 1);
+    on_finished(s.output_tokens, s.total_s, false);
+  });
   using View = ui::MainWindow::View;
   const std::map<QString, View> docks = {{"throughput", View::Throughput},
                                          {"kv", View::KvCache},
@@ -175,6 +202,10 @@ void BenchMode::on_model_ready() {
   ui::CompletionView* c = bench_.window().completion_view();
   c->prompt_editor()->setPlainText({});
   c->sampling()->set_params(bench_params(options_));
+  SamplingParams chat = bench_params(options_);
+  // A chat turn's prompt and reply share the context; the meter would refuse more.
+  chat.max_tokens = std::min(chat.max_tokens, std::max(1, bench_.window().model_info().context_length - 32));
+  bench_.window().chat_view()->sampling()->set_params(chat);
   next_generation();
 }
 
@@ -198,7 +229,16 @@ void BenchMode::next_generation() {
     if (options_.count_paints) qApp->installEventFilter(this);
     if (options_.ab_phase_ms > 0) start_ab();
   }
-  bench_.window().completion_view()->generate();
+  if (options_.chat.isEmpty()) {
+    bench_.window().completion_view()->generate();
+  } else {
+    ui::ChatView* chat = bench_.window().chat_view();
+    chat->new_chat();
+    chat->input()->setPlainText("Once upon a time");
+    markdown_sent_.clear();
+    chat->send();
+    if (!chat->is_generating()) return fail("the chat did not send: " + chat->last_error());
+  }
   if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
     // 40 % into the generation at the measured speed (the warm-up's when none was measured
     // yet): the charts and text mid-stream.
@@ -217,9 +257,22 @@ bool BenchMode::take_screenshot() {
     fail("--bench-screenshot: cannot write " + options_.screenshot);
     return false;
   }
-  if (!w.completion_view()->is_generating())
+  if (!w.completion_view()->is_generating() && !w.chat_view()->is_generating())
     QTextStream(stderr) << "llmwb --bench-gui: the generation ended before the screenshot\n";
   return true;
+}
+
+void BenchMode::deliver_tokens(ui::TokenDelta d) {
+  // The answer goes on where the last reply stopped, so replies differ from one another.
+  QString shown;
+  for (qsizetype n = QString::fromStdString(d.text).size(); n > 0; --n) {
+    shown += markdown_[markdown_at_];
+    markdown_at_ = (markdown_at_ + 1) % markdown_.size();
+  }
+  markdown_sent_ += shown;
+  d.text = shown.toStdString();
+  if (d.finished) d.final_text = markdown_sent_.toStdString();
+  bench_.window().on_tokens(d);
 }
 
 void BenchMode::on_finished(int tokens, double total_time, bool error) {
@@ -246,6 +299,14 @@ void BenchMode::report() {
                               engine_seconds_, gui_cpu, StepLog::now() - wall_start_,
                               cpu_difference(threads_start_, thread_cpu_by_name()));
   j["view"] = options_.view;
+  if (!options_.chat.isEmpty()) {
+    // The chat's rewrites of the streaming reply (Markdown parsed and laid out, then painted).
+    const ui::ChatView* chat = w.chat_view();
+    j["chat"] = options_.chat;
+    j["chat_rewrites"] = double(chat->stream_rewrites());
+    j["chat_rewrite_ms_total"] = chat->stream_rewrite_ms();
+    j["chat_rewrite_ms_per"] = chat->stream_rewrites() > 0 ? chat->stream_rewrite_ms() / chat->stream_rewrites() : 0.0;
+  }
   // CLOCK_MONOTONIC at the start of the measured phase (to cut a `perf record -k mono` trace).
   j["measure_start_monotonic_s"] = wall_start_;
   j["platform"] = QApplication::platformName();

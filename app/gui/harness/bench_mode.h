@@ -49,7 +49,15 @@ struct BenchOptions {
   // Steps this soon after a switch to live are left out (> a mailbox interval); after a switch
   // to quiet, a quarter of it and until the raised view's pending draw is made.
   int ab_settle_ms = 40;
+  // Which view generates: "" the Completion view; "text" the Chat view, a new chat per
+  // generation, its reply as the model wrote it; "markdown" the Chat view showing a long
+  // Markdown answer (headings, lists, tables, code) in place of the model's text, character
+  // for character, so that the engine runs as before and the GUI renders Markdown live.
+  QString chat;
 };
+
+// The long Markdown answer of --bench-chat markdown (about 12 000 characters).
+QString bench_markdown_answer();
 
 // The headless baseline: prints the JSON line and returns the process exit code.
 int run_headless_bench(const BenchOptions& options);
@@ -74,6 +82,8 @@ class BenchMode : public QObject {
   void on_model_ready();
   void next_generation();
   void on_finished(int tokens, double total_time, bool error);
+  // --bench-chat markdown: the chat's deltas carry the Markdown answer instead of the model's text.
+  void deliver_tokens(ui::TokenDelta delta);
   bool take_screenshot();   // once; false (after fail()) when the file cannot be written
   void report();
   void fail(const QString& why);
@@ -97,6 +107,9 @@ class BenchMode : public QObject {
   bool measuring_ = false;
   bool shot_taken_ = false;
   long tokens_ = 0;
+  QString markdown_;        // --bench-chat markdown: the answer shown
+  qsizetype markdown_at_ = 0;
+  QString markdown_sent_;   // what the current reply has shown so far
   double engine_seconds_ = 0.0;
   double warmup_seconds_ = 0.0;  // the warm-up generation's engine time (times a 1-generation screenshot)
   double gui_cpu_start_ = 0.0;

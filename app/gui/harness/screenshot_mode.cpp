@@ -1,12 +1,17 @@
 #include "screenshot_mode.h"
+#include "wait_for_events.h"
 
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QComboBox>
+#include <QFileInfo>
 #include <QPlainTextEdit>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QScrollBar>
+#include <QTextBrowser>
 #include <QTextStream>
 #include <QThread>
 #include <QTimer>
@@ -17,6 +22,8 @@
 #include "chat_view.h"
 #include "completion_view.h"
 #include "experiments_view.h"
+#include "llmwb/chat_template.h"
+#include "model_library.h"
 #include "quant_view.h"
 #include "sampling_params_editor.h"
 #include "step_inspector_view.h"
@@ -40,14 +47,7 @@ void ScreenshotMode::start() {
 }
 
 bool ScreenshotMode::wait_for(const std::function<bool()>& done, double seconds) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > seconds * 1000) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(5);
-  }
-  return true;
+  return wait_for_events(done, seconds);
 }
 
 bool ScreenshotMode::capture(const QString& name) {
@@ -132,9 +132,79 @@ void ScreenshotMode::on_completion_done() {
   on_chat_done();
 }
 
+namespace {
+
+// A saved conversation whose reply shows what the chat renders (the model that wrote it is not
+// one the screenshots can run): reasoning, a heading, a list, a table, code and a link.
+ui::Conversation markdown_example() {
+  ui::Conversation c = ui::Conversation::make_new();
+  c.title = "Markdown and thinking";
+  c.format = "qwen3";
+  c.append({"user", "How do I count the tokens of a prompt with llmwb? And how do templates mark turns?"});
+  ui::MessageStats s;
+  s.prompt_tokens = 31;
+  s.output_tokens = 214;
+  s.thinking_tokens = 58;
+  s.stop_reason = "stop";
+  s.config = "a hand-written example reply (no model ran), qwen3 template";
+  c.append({"assistant",
+            "<think>\nThe user wants token counts. The engine exposes encode(); chat prompts go through "
+            "chat_prompt_ids so that control tokens come only from the template. Then a short table.\n</think>\n\n"
+            "## Counting prompt tokens\n\n"
+            "Use **`chat_prompt_ids`** for a conversation, or `Engine::encode` for plain text:\n\n"
+            "1. Render the conversation with its chat template\n"
+            "2. Tokenize the segments: markers become control tokens, messages stay text\n"
+            "3. Compare with the context length before sending\n\n"
+            "```cpp\nconst RenderedChat chat = render_chat(t, messages, options);\n"
+            "const std::vector<int> ids = chat_prompt_ids(engine, chat);\n"
+            "std::printf(\"%zu tokens\\n\", ids.size());\n```\n\n"
+            "| Template | A turn starts with | A turn ends with |\n|---|---|---|\n"
+            "| ChatML, Qwen | `<|im_start|>role` | `<|im_end|>` |\n"
+            "| Llama 3 | `<|start_header_id|>role<|end_header_id|>` | `<|eot_id|>` |\n"
+            "| Llama 2 | `[INST]` | `[/INST]` |\n\n"
+            "See [docs/CHAT_TEMPLATES.md](https://example.com/docs) for the templates."},
+           s);
+  return c;
+}
+
+}  // namespace
+
 void ScreenshotMode::on_chat_done() {
-  if (!capture("chat")) return;
   MainWindow& w = bench_.window();
+  ui::ChatView* chat = w.chat_view();
+  // Regenerate with sampling: the first reply stays as a branch (‹ 2/2 ›).
+  SamplingParams sampled = chat->sampling()->params();
+  sampled.temperature = 1.0f;
+  sampled.seed = 3;
+  chat->sampling()->set_params(sampled);
+  chat->regenerate();
+  if (!wait_for([chat] { return !chat->is_generating(); }, 120)) return fail("the regenerated reply did not finish");
+  chat->input()->setPlainText("What did Max find?");
+  wait_for([chat] { return chat->context_prompt_tokens() > 0; }, 5);
+  if (!capture("chat")) return;
+  const ui::Conversation example = markdown_example();
+  try {
+    chat->store().save(example);
+  } catch (const std::exception& e) {
+    return fail(QString::fromUtf8(e.what()));
+  }
+  chat->input()->clear();
+  chat->open_conversation(example.id);
+  chat->toggle_thinking(1);
+  // The reply whole: the bottom docks out of the way for this picture.
+  const MainWindow::View docks[] = {MainWindow::View::Throughput, MainWindow::View::KvCache,
+                                    MainWindow::View::Attention, MainWindow::View::Timeline};
+  for (MainWindow::View v : docks) w.view_widget(v)->parentWidget()->hide();
+  wait_for([] { return false; }, 0.1);
+  chat->transcript()->verticalScrollBar()->setValue(0);  // the question, then the answer
+  if (!capture("chat_markdown")) return;
+  for (MainWindow::View v : docks) w.show_view(v);
+  w.show_view(MainWindow::View::Throughput);
+  w.show_view(MainWindow::View::Models);
+  w.model_library()->set_folder(QFileInfo(model_).absolutePath() + "/..", false);
+  if (!capture("model_library")) return;
+  w.show_view(MainWindow::View::Server);
+  if (!capture("server")) return;
   w.show_view(MainWindow::View::Experiments);
   ui::ExperimentsView* x = w.experiments_view();
   ui::Experiment e;

@@ -1,4 +1,5 @@
 #include "smoke_mode.h"
+#include "wait_for_events.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -26,7 +27,8 @@ constexpr std::pair<MainWindow::View, const char*> kViews[] = {
     {MainWindow::View::Experiments, "Experiments"}, {MainWindow::View::Quantization, "Quantization"},
     {MainWindow::View::Throughput, "Throughput"}, {MainWindow::View::KvCache, "KV cache"},
     {MainWindow::View::Attention, "Attention"},   {MainWindow::View::Timeline, "Timeline"},
-    {MainWindow::View::ModelInfo, "Model info"},
+    {MainWindow::View::ModelInfo, "Model info"},  {MainWindow::View::Models, "Models"},
+    {MainWindow::View::Server, "Server"},
 };
 
 constexpr double kLoadSeconds = 120;
@@ -52,14 +54,7 @@ void SmokeMode::start() {
 }
 
 bool SmokeMode::wait_for(const std::function<bool()>& done, double seconds) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > seconds * 1000) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(5);
-  }
-  return true;
+  return wait_for_events(done, seconds);
 }
 
 void SmokeMode::on_model_ready() {

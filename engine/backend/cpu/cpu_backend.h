@@ -1,6 +1,6 @@
 // cpu_backend.h — the Backend on the CPU: a thread pool, SIMD matmuls (matmul.h; the integer
-// kernels of qmatmul.h, the 4-bit types over the row-interleaved copies this backend caches,
-// qrepack.h), attention over the paged KV cache (attention.h), and plain loops
+// kernels of qmatmul.h, the block types (4-bit, Q8_0, k-quants) over the row-interleaved
+// copies this backend caches, qrepack.h), attention over the paged KV cache (attention.h), and plain loops
 // (auto-vectorized) for the cheap element-wise operations.
 #pragma once
 
@@ -24,11 +24,11 @@ class CpuBackend final : public Backend {
 
   void embed(const TensorView& table, const int* tokens, int n_rows, float* out) override;
   void rmsnorm(const float* x, const float* w, int n_rows, int dim, float eps, float* out) override;
-  // 4-bit weights (cpu::repackable) run over a row-interleaved copy built on first use (or
-  // by prepare); F32 / F16 / BF16 weights over 16-row panels where AVX-512 runs (fpanel.h,
+  // Block-quantized weights (cpu::repackable) run over a row-interleaved copy built on first use
+  // (or by prepare); F32 / F16 / BF16 weights over 16-row panels where AVX-512 runs (fpanel.h,
   // also built on first use or by prepare); the rest in place (cpu::matmul).
   void matmul(const TensorView& W, const float* x, int n_rows, float* y) override;
-  // Repacked 4-bit weights of one width: x quantized once and all their rows in one parallel
+  // Repacked block weights of one width: x quantized once and all their rows in one parallel
   // pass (cpu::qmatmul_packed_multi); anything else as separate matmul calls.
   void matmul_shared_input(const float* x, int n_rows, std::span<const MatmulOut> outs) override;
   // Builds W's packed copy now (if its type has one), so the first request does not pay it.

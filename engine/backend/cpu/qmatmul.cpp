@@ -85,11 +85,15 @@ namespace {
 qkernels::QActs quantize_activations(ThreadPool& pool, const float* x, int64_t K, int64_t nb, int64_t n_tokens) {
   thread_local std::vector<int8_t> q_buf;
   thread_local std::vector<float> f_buf;
+  thread_local std::vector<int32_t> s_buf;
   const int64_t q_stride = round_up(nb * kQB, 64);
   const size_t q_bytes = static_cast<size_t>(n_tokens * q_stride + 64);
   if (q_buf.size() < q_bytes) q_buf.resize(q_bytes);
   const size_t f_floats = static_cast<size_t>(n_tokens * (2 * nb + 1));
   if (f_buf.size() < f_floats) f_buf.resize(f_floats);
+  const size_t s_ints = static_cast<size_t>(n_tokens * 2 * nb);
+  if (s_buf.size() < s_ints) s_buf.resize(s_ints);
+  int32_t* s16 = s_buf.data();
   auto* q = reinterpret_cast<int8_t*>((reinterpret_cast<uintptr_t>(q_buf.data()) + 63) & ~uintptr_t{63});
   float* d = f_buf.data();
   float* c = d + n_tokens * nb;
@@ -98,9 +102,15 @@ qkernels::QActs quantize_activations(ThreadPool& pool, const float* x, int64_t K
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       quantize_token(ks, x + t * K, K, nb, q + t * q_stride, d + t * nb, c + t * nb, csum + t);
+      const int8_t* qt = q + t * q_stride;
+      for (int64_t h = 0; h < 2 * nb; ++h) {
+        int32_t sum = 0;
+        for (int k = 0; k < kQB / 2; ++k) sum += qt[h * (kQB / 2) + k];
+        s16[t * 2 * nb + h] = sum;
+      }
     }
   });
-  return {q, d, c, csum, q_stride};
+  return {q, d, c, csum, s16, q_stride};
 }
 
 // Row chunks: multiples of the tile, big enough to be worth a thread.

@@ -113,6 +113,43 @@ void unpack_block(DType t, const uint8_t* row, int64_t cols, int64_t b, QBlock* 
   std::memset(out, 0, sizeof(*out));
 }
 
+void unpack_packed_block(DType t, const uint8_t* grp, int i, int jb, QBlock* out) {
+  const uint8_t* blk = grp + packed_head_bytes(t) + jb * packed_block_bytes(t);
+  const float d = half_at(grp + 2 * i);
+  out->m = 0.0f;
+  if (t == DType::Q8_0) {
+    out->d_lo = out->d_hi = d;
+    for (int v = 0; v < 8; ++v)
+      for (int j = 0; j < 4; ++j) out->q[4 * v + j] = static_cast<int8_t>(blk[64 * v + 4 * i + j] ^ 0x80);
+    return;
+  }
+  if (t == DType::Q6_K) {
+    out->d_lo = d * static_cast<float>(static_cast<int8_t>(grp[32 + 16 * (2 * jb) + i]));
+    out->d_hi = d * static_cast<float>(static_cast<int8_t>(grp[32 + 16 * (2 * jb + 1) + i]));
+  } else {
+    out->d_lo = out->d_hi = d * static_cast<float>(grp[64 + 16 * jb + i]);
+    out->m = -(half_at(grp + 32 + 2 * i) * static_cast<float>(grp[64 + 128 + 16 * jb + i]));
+  }
+  for (int v = 0; v < 4; ++v) {
+    for (int j = 0; j < 4; ++j) {
+      const uint8_t byte = blk[64 * v + 4 * i + j];
+      int lo = byte & 0x0F, hi = byte >> 4;
+      if (t == DType::Q5_K) {
+        const uint8_t hb = blk[256 + 4 * i + j];
+        lo |= ((hb >> v) & 1) << 4;
+        hi |= ((hb >> (4 + v)) & 1) << 4;
+      } else if (t == DType::Q6_K) {
+        const uint8_t hb = blk[256 + 64 * (v >> 1) + 4 * i + j];
+        const int k = 2 * (v & 1);
+        lo = (lo | ((hb >> (2 * k)) & 3) << 4) - 32;
+        hi = (hi | ((hb >> (2 * k + 2)) & 3) << 4) - 32;
+      }
+      out->q[8 * v + j] = static_cast<int8_t>(lo);
+      out->q[8 * v + 4 + j] = static_cast<int8_t>(hi);
+    }
+  }
+}
+
 void row_params(DType t, const uint8_t* row, float* post, float* z) {
   *post = 1.0f;
   *z = 0.0f;

@@ -41,6 +41,9 @@ struct QActs {
   const float* d = nullptr;    // token t: d[t * nb + b], the block scale (x ~ d * q)
   const float* c = nullptr;    // token t: c[t * nb + b] = d * sum(q of the block)
   const float* csum = nullptr; // token t: sum_b c[t * nb + b], summed in increasing b
+  // token t: s16[t * 2 nb + h], the exact sum of q over values [16 h, 16 h + 16) (the
+  // repacked Q8_0 and Q6_K kernels take their weights' offsets off in integers with it)
+  const int32_t* s16 = nullptr;
   int64_t q_stride = 0;        // bytes, a multiple of 64
 };
 
@@ -95,6 +98,27 @@ int64_t full_blocks(DType t, int64_t cols);
 //   acc  = fma(float(isum), d_g * dx_b, acc),   macc = fma(m_g, c_b, macc),
 //   y    = acc + macc,
 // with the same integers and roundings, so the levels agree bitwise.
+//
+// The other repacked types (a group's scales first, then its gb blocks of block_bytes; the
+// same 16-row tiles, "chunk v" always a 64-byte vector with 4 bytes per row):
+//   Q8_0 (gb 1): d[16] fp16; the block as 8 chunks, chunk v byte 4 i + j = q[i][4 v + j] + 128
+//     (unsigned, so vpdpbusd takes it directly; 128 x the activation sum, s16, comes off the
+//     int32 sum). Per block: isum = sum q * qx exactly, acc = fma(float(isum), d * dx_b, acc),
+//     y = acc.
+//   Q4_K (gb 8, a super-block): d[16], dmin[16] fp16, sc[8][16] and mn[8][16] (6-bit, one byte
+//     each, [block][row]), then the blocks as Q4_0's nibbles. Block j: d_j = d * sc[j],
+//     m_j = dmin * mn[j]; acc = fma(float(isum), d_j * dx_b, acc), macc = fma(-m_j, c_b, macc),
+//     y = acc + macc (the values of unpack_block: d_lo = d_j, m = -m_j).
+//   Q5_K: Q4_K's, each block's 256 bytes of nibbles followed by 64 bytes of fifth bits: byte
+//     4 i + j, bit v the fifth bit of q[i][8 v + j] (the low nibble of chunk v), bit 4 + v
+//     that of q[i][8 v + 4 + j] (the high one); block_bytes 320.
+//   Q6_K (gb 8): d[16] fp16, sc[16][16] int8 ([scale][row]: sub-blocks of 16), then each
+//     block as Q4_0's nibbles of q + 32 (0..63) followed by two 64-byte planes of the top two
+//     bits: plane p (chunks 2 p, 2 p + 1), byte 4 i + j, bits 2 k, 2 k + 1 for k = 0..3 those of
+//     (chunk 2 p low, chunk 2 p high, chunk 2 p + 1 low, chunk 2 p + 1 high); block_bytes 384.
+//     Block j: lo / hi = the exact sums over elements 0-15 / 16-31 of (q - 32) * qx (unsigned
+//     sums less 32 s16), acc = fma(float(lo), d * sc[2 j] * dx_b, acc), then the same for hi
+//     with sc[2 j + 1]; y = acc.
 constexpr int kPackRows = 16;
 constexpr int kPackBlockBytes = 256;
 
@@ -111,7 +135,32 @@ struct PackedArgs {
   int64_t y_stride = 0;
 };
 
-constexpr bool packed_has_m(DType t) { return t != DType::Q4_0; }
+// The 4-bit types of the first layout above (Q4_0, Q4_1, INT4_G32, INT4_G128).
+constexpr bool packed_q4_family(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::INT4_G32 || t == DType::INT4_G128;
+}
+// Whether a packed type's group holds an offset per row (m[16] for the 4-bit family, dmin for
+// Q4_K / Q5_K); Q4_0's is -8 d, Q8_0 and Q6_K take theirs off in integers.
+constexpr bool packed_has_m(DType t) { return t != DType::Q4_0 && t != DType::Q8_0 && t != DType::Q6_K; }
+// A group's scales (head), one block's bytes and the blocks per group of each packed type.
+constexpr uint64_t packed_head_bytes(DType t) {
+  return t == DType::Q4_K || t == DType::Q5_K ? 64 + 2 * 8 * kPackRows
+         : t == DType::Q6_K                   ? 32 + 16 * kPackRows
+         : packed_has_m(t)                    ? 64
+                                              : 32;
+}
+constexpr uint64_t packed_block_bytes(DType t) {
+  return t == DType::Q8_0 ? 2 * kPackBlockBytes
+         : t == DType::Q5_K ? kPackBlockBytes + 64
+         : t == DType::Q6_K ? kPackBlockBytes + 128
+                            : kPackBlockBytes;
+}
+constexpr int64_t packed_group_blocks(DType t) {
+  return t == DType::INT4_G128 ? 4 : t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? 8 : 1;
+}
+// Row i's block jb of a packed group of Q8_0 or a k-quant, as unpack_block gives it (q, d_lo,
+// d_hi, m); the 4-bit family reads back through qrepack.h's packed_block.
+void unpack_packed_block(DType t, const uint8_t* grp, int i, int jb, QBlock* out);
 
 struct QKernelSet {
   const char* name;

@@ -92,7 +92,152 @@ inline void half_tokens(const PackedArgs& a, const uint8_t* tile, int h, int64_t
   }
 }
 
-template <bool HasM>
+inline void store_rows(float* out, __m256 v, int n) {
+  if (n == 8) {
+    _mm256_storeu_ps(out, v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int i = 0; i < n; ++i) out[i] = tmp[i];
+}
+
+// Eight bytes (one per row) as floats.
+inline __m256 bytes_to_ps(const uint8_t* p, bool is_signed) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v));
+}
+
+// Q8_0 and the k-quants (layouts in qmatmul_kernels.h), half h of a tile. The int32 sums
+// are those of the VNNI kernel: Q8_0's q with the sign trick (|q| <= 128, so a vpmaddubsw
+// pair stays below 2^15) one vpmaddwd per chunk; Q5_K's q <= 31 and Q6_K's q + 32 <= 63 in
+// int16 sums of at most four and two pairs.
+template <DType DT, int TT>
+inline void half_tokens_other(const PackedArgs& a, const uint8_t* tile, int h, int64_t r, int n, int64_t t0,
+                              const uint8_t* pf) {
+  constexpr bool kQ8 = DT == DType::Q8_0, kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
+  constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
+  __m256 acc[TT], macc[TT];
+  const int8_t* xq[TT];
+  const float* xd[TT];
+  const float* xc[TT];
+  const int32_t* xs[TT];
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    macc[j] = _mm256_setzero_ps();
+    xq[j] = a.x.q + (t0 + j) * a.x.q_stride;
+    xd[j] = a.x.d + (t0 + j) * a.nb;
+    xc[j] = a.x.c + (t0 + j) * a.nb;
+    xs[j] = a.x.s16 + (t0 + j) * 2 * a.nb;
+  }
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+    if (pf != nullptr) prefetch_group(pf + g * a.group_bytes, a.group_bytes);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(grp + 16 * h)));
+    __m256 dmin = _mm256_setzero_ps();
+    if constexpr (!kQ8 && !kQ6) dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(grp + 32 + 16 * h)));
+    for (int64_t jb = 0; jb < a.gb; ++jb) {
+      const int64_t b = g * a.gb + jb;
+      const uint8_t* blk = grp + kHead + jb * kBlock + 32 * h;
+      if constexpr (kQ8) {
+        __m256i u[8], sg[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) {
+          const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * v)),
+                                             _mm256_set1_epi8(static_cast<char>(0x80)));
+          u[v] = _mm256_abs_epi8(w);
+          sg[v] = w;
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < TT; ++j) {
+          const int8_t* x = xq[j] + b * kQB;
+          __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int v = 0; v < 8; ++v) {
+            const __m256i p = _mm256_maddubs_epi16(u[v], _mm256_sign_epi8(bcast_dword(x + 4 * v), sg[v]));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+          }
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(xd[j][b])), acc[j]);
+        }
+        continue;
+      }
+      __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * v));
+        lo[v] = _mm256_and_si256(w, low);
+        hi[v] = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+        if constexpr (kQ5) {
+          const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 256));
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          lo[v] = _mm256_or_si256(lo[v], _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), bit4));
+          hi[v] = _mm256_or_si256(hi[v], _mm256_and_si256(_mm256_srli_epi16(hb, v), bit4));
+        } else if constexpr (kQ6) {
+          const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 256 + 64 * (v >> 1)));
+          const __m256i bits = _mm256_set1_epi8(0x30);
+          const __m256i hl = (v & 1) ? hb : _mm256_slli_epi16(hb, 4);
+          const __m256i hh = (v & 1) ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);
+          lo[v] = _mm256_or_si256(lo[v], _mm256_and_si256(hl, bits));
+          hi[v] = _mm256_or_si256(hi[v], _mm256_and_si256(hh, bits));
+        }
+      }
+      __m256 d0, d1;
+      if constexpr (kQ6) {
+        d0 = _mm256_mul_ps(d, bytes_to_ps(grp + 32 + 32 * jb + 8 * h, true));
+        d1 = _mm256_mul_ps(d, bytes_to_ps(grp + 32 + 32 * jb + 16 + 8 * h, true));
+      } else {
+        d0 = _mm256_mul_ps(d, bytes_to_ps(grp + 64 + 16 * jb + 8 * h, false));
+        d1 = _mm256_mul_ps(dmin, bytes_to_ps(grp + 64 + 128 + 16 * jb + 8 * h, false));
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < TT; ++j) {
+        const int8_t* x = xq[j] + b * kQB;
+        const __m256 dx = _mm256_set1_ps(xd[j][b]);
+        auto pair = [&](int v) {   // chunk v's eight products per row lane, in int16
+          return _mm256_add_epi16(_mm256_maddubs_epi16(lo[v], bcast_dword(x + 8 * v)),
+                                  _mm256_maddubs_epi16(hi[v], bcast_dword(x + 8 * v + 4)));
+        };
+        if constexpr (kQ6) {
+          __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(pair(0), ones), _mm256_madd_epi16(pair(1), ones));
+          __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(pair(2), ones), _mm256_madd_epi16(pair(3), ones));
+          s0 = _mm256_sub_epi32(s0, _mm256_set1_epi32(32 * xs[j][2 * b]));
+          s1 = _mm256_sub_epi32(s1, _mm256_set1_epi32(32 * xs[j][2 * b + 1]));
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d0, dx), acc[j]);
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d1, dx), acc[j]);
+        } else {
+          __m256i isum;
+          if constexpr (kQ5) {
+            isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(pair(0), pair(1)), ones),
+                                    _mm256_madd_epi16(_mm256_add_epi16(pair(2), pair(3)), ones));
+          } else {
+            const __m256i p = _mm256_add_epi16(_mm256_add_epi16(pair(0), pair(1)), _mm256_add_epi16(pair(2), pair(3)));
+            isum = _mm256_madd_epi16(p, ones);
+          }
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d0, dx), acc[j]);
+          macc[j] = _mm256_fnmadd_ps(d1, _mm256_set1_ps(xc[j][b]), macc[j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j)
+    store_rows(a.y + (t0 + j) * a.y_stride + r, kQ8 || kQ6 ? acc[j] : _mm256_add_ps(acc[j], macc[j]), n);
+}
+
+template <DType DT, int TT>
+inline void half_tokens_of(const PackedArgs& a, const uint8_t* tile, int h, int64_t r, int n, int64_t t0,
+                           const uint8_t* pf) {
+  if constexpr (DT == DType::Q8_0 || DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K)
+    half_tokens_other<DT, TT>(a, tile, h, r, n, t0, pf);
+  else if constexpr (DT == DType::Q4_0) half_tokens<false, TT>(a, tile, h, r, n, t0, pf);
+  else half_tokens<true, TT>(a, tile, h, r, n, t0, pf);
+}
+
+template <DType DT>
 void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
   constexpr int kTokens = 2;
   for (int64_t r = r0; r < r1; r += kPackRows) {
@@ -104,8 +249,8 @@ void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
       // The first pass over the tile prefetches the next tile of this range (prefetch_group).
       const uint8_t* pf = h == 0 && r + kPackRows < r1 ? tile + a.tile_bytes : nullptr;
       int64_t t = 0;
-      for (; t + kTokens <= a.n_tokens; t += kTokens, pf = nullptr) half_tokens<HasM, kTokens>(a, tile, h, rh, n, t, pf);
-      for (; t < a.n_tokens; ++t, pf = nullptr) half_tokens<HasM, 1>(a, tile, h, rh, n, t, pf);
+      for (; t + kTokens <= a.n_tokens; t += kTokens, pf = nullptr) half_tokens_of<DT, kTokens>(a, tile, h, rh, n, t, pf);
+      for (; t < a.n_tokens; ++t, pf = nullptr) half_tokens_of<DT, 1>(a, tile, h, rh, n, t, pf);
     }
   }
 }
@@ -113,8 +258,14 @@ void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
 }  // namespace
 
 void packed_rows_avx2(const PackedArgs& a, int64_t r0, int64_t r1) {
-  if (packed_has_m(a.dtype)) packed_rows<true>(a, r0, r1);
-  else packed_rows<false>(a, r0, r1);
+  switch (a.dtype) {
+    case DType::Q4_0: packed_rows<DType::Q4_0>(a, r0, r1); return;
+    case DType::Q8_0: packed_rows<DType::Q8_0>(a, r0, r1); return;
+    case DType::Q4_K: packed_rows<DType::Q4_K>(a, r0, r1); return;
+    case DType::Q5_K: packed_rows<DType::Q5_K>(a, r0, r1); return;
+    case DType::Q6_K: packed_rows<DType::Q6_K>(a, r0, r1); return;
+    default: packed_rows<DType::Q4_1>(a, r0, r1); return;   // the offset layouts: Q4_1, INT4_G32, INT4_G128
+  }
 }
 
 }  // namespace llmwb::cpu::qkernels

@@ -90,7 +90,166 @@ inline void tile_tokens(const PackedArgs& a, const uint8_t* tile, int64_t r, int
     _mm512_mask_storeu_ps(a.y + (t0 + j) * a.y_stride + r, mask, _mm512_add_ps(acc[j], macc[j]));
 }
 
-template <bool HasM>
+// Q8_0 (layout in qmatmul_kernels.h): eight 64-byte chunks of q + 128 per block, one
+// vpdpbusd each per token; 128 x the activation block's sum taken off the int32 sum.
+template <int TT>
+inline void tile_tokens_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, int64_t t0, __mmask16 mask,
+                           const uint8_t* pf) {
+  __m512 acc[TT];
+  const int8_t* xq[TT];
+  const float* xd[TT];
+  const int32_t* xs[TT];
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) {
+    acc[j] = _mm512_setzero_ps();
+    xq[j] = a.x.q + (t0 + j) * a.x.q_stride;
+    xd[j] = a.x.d + (t0 + j) * a.nb;
+    xs[j] = a.x.s16 + (t0 + j) * 2 * a.nb;
+  }
+  for (int64_t b = 0; b < a.nb; ++b) {
+    const uint8_t* grp = tile + b * a.group_bytes;
+    if (pf != nullptr) prefetch_group(pf + b * a.group_bytes, a.group_bytes);
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp)));
+    __m512i w[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) w[v] = _mm512_loadu_si512(grp + 32 + 64 * v);
+#pragma GCC unroll 4
+    for (int j = 0; j < TT; ++j) {
+      const int8_t* x = xq[j] + b * kQB;
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast_dword(x));
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], bcast_dword(x + 4));
+#pragma GCC unroll 4
+      for (int v = 2; v < 8; v += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, w[v], bcast_dword(x + 4 * v));
+        s1 = _mm512_dpbusd_epi32(s1, w[v + 1], bcast_dword(x + 4 * v + 4));
+      }
+      const int32_t off = (xs[j][2 * b] + xs[j][2 * b + 1]) * 128;
+      const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(off));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xd[j][b])), acc[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) _mm512_mask_storeu_ps(a.y + (t0 + j) * a.y_stride + r, mask, acc[j]);
+}
+
+inline __m512 bytes_to_ps(const uint8_t* p, bool is_signed) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm512_cvtepi32_ps(is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v));
+}
+
+// The k-quants (layouts in qmatmul_kernels.h): a group is a super-block of eight blocks whose
+// per-row sub-block scales (bytes) become float vectors once per block for all TT tokens.
+template <DType DT, int TT>
+inline void tile_tokens_k(const PackedArgs& a, const uint8_t* tile, int64_t r, int64_t t0, __mmask16 mask,
+                          const uint8_t* pf) {
+  constexpr bool kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
+  constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
+  __m512 acc[TT], macc[TT];
+  const int8_t* xq[TT];
+  const float* xd[TT];
+  const float* xc[TT];
+  const int32_t* xs[TT];
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j) {
+    acc[j] = _mm512_setzero_ps();
+    macc[j] = _mm512_setzero_ps();
+    xq[j] = a.x.q + (t0 + j) * a.x.q_stride;
+    xd[j] = a.x.d + (t0 + j) * a.nb;
+    xc[j] = a.x.c + (t0 + j) * a.nb;
+    xs[j] = a.x.s16 + (t0 + j) * 2 * a.nb;
+  }
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const int64_t ng = a.nb / 8;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+    const uint8_t* pfg = pf != nullptr ? pf + g * a.group_bytes : nullptr;
+    if (pfg != nullptr) prefetch_group(pfg, kHead);
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp)));
+    __m512 dmin = _mm512_setzero_ps();
+    if constexpr (!kQ6) dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + 32)));
+#pragma GCC unroll 1
+    for (int jb = 0; jb < 8; ++jb) {
+      const int64_t b = g * 8 + jb;
+      const uint8_t* blk = grp + kHead + jb * kBlock;
+      if (pfg != nullptr) prefetch_group(pfg + kHead + jb * kBlock, kBlock);
+      __m512i lo[4], hi[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) {
+        const __m512i w = _mm512_loadu_si512(blk + 64 * v);
+        if constexpr (DT == DType::Q4_K) {
+          lo[v] = _mm512_and_si512(w, low);
+          hi[v] = _mm512_andnot_si512(low, w);   // 16 q: the sum shifted back (see tile_tokens)
+        } else if constexpr (kQ5) {
+          const __m512i hb = _mm512_loadu_si512(blk + 256);
+          const __m512i bit4 = _mm512_set1_epi8(0x10);
+          lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - v), bit4));
+          hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low),
+                                  _mm512_and_si512(_mm512_srli_epi16(hb, v), bit4));
+        } else {
+          const __m512i hb = _mm512_loadu_si512(blk + 256 + 64 * (v >> 1));
+          const __m512i bits = _mm512_set1_epi8(0x30);
+          // Chunk v's top bits at 4 (v & 1) (low nibbles) and 4 (v & 1) + 2 (high) to bits 4-5.
+          const __m512i hl = (v & 1) ? hb : _mm512_slli_epi16(hb, 4);
+          const __m512i hh = (v & 1) ? _mm512_srli_epi16(hb, 2) : _mm512_slli_epi16(hb, 2);
+          lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(hl, bits));
+          hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low), _mm512_and_si512(hh, bits));
+        }
+      }
+      __m512 d0, d1;
+      if constexpr (kQ6) {
+        d0 = _mm512_mul_ps(d, bytes_to_ps(grp + 32 + 32 * jb, true));
+        d1 = _mm512_mul_ps(d, bytes_to_ps(grp + 32 + 32 * jb + 16, true));
+      } else {
+        d0 = _mm512_mul_ps(d, bytes_to_ps(grp + 64 + 16 * jb, false));
+        d1 = _mm512_mul_ps(dmin, bytes_to_ps(grp + 64 + 128 + 16 * jb, false));
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < TT; ++j) {
+        const int8_t* x = xq[j] + b * kQB;
+        const __m512 dx = _mm512_set1_ps(xd[j][b]);
+        if constexpr (kQ6) {
+          __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], bcast_dword(x));
+          __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[2], bcast_dword(x + 16));
+          s0 = _mm512_dpbusd_epi32(s0, hi[0], bcast_dword(x + 4));
+          s1 = _mm512_dpbusd_epi32(s1, hi[2], bcast_dword(x + 20));
+          s0 = _mm512_dpbusd_epi32(s0, lo[1], bcast_dword(x + 8));
+          s1 = _mm512_dpbusd_epi32(s1, lo[3], bcast_dword(x + 24));
+          s0 = _mm512_dpbusd_epi32(s0, hi[1], bcast_dword(x + 12));
+          s1 = _mm512_dpbusd_epi32(s1, hi[3], bcast_dword(x + 28));
+          s0 = _mm512_sub_epi32(s0, _mm512_set1_epi32(32 * xs[j][2 * b]));
+          s1 = _mm512_sub_epi32(s1, _mm512_set1_epi32(32 * xs[j][2 * b + 1]));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, dx), acc[j]);
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, dx), acc[j]);
+        } else {
+          __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], bcast_dword(x));
+          __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[0], bcast_dword(x + 4));
+#pragma GCC unroll 4
+          for (int v = 1; v < 4; ++v) {
+            s0 = _mm512_dpbusd_epi32(s0, lo[v], bcast_dword(x + 8 * v));
+            s1 = _mm512_dpbusd_epi32(s1, hi[v], bcast_dword(x + 8 * v + 4));
+          }
+          const __m512i isum = kQ5 ? _mm512_add_epi32(s0, s1) : _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d0, dx), acc[j]);
+          macc[j] = _mm512_fnmadd_ps(d1, _mm512_set1_ps(xc[j][b]), macc[j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < TT; ++j)
+    _mm512_mask_storeu_ps(a.y + (t0 + j) * a.y_stride + r, mask, kQ6 ? acc[j] : _mm512_add_ps(acc[j], macc[j]));
+}
+
+template <DType DT, int TT>
+inline void tile_tokens_of(const PackedArgs& a, const uint8_t* tile, int64_t r, int64_t t0, __mmask16 mask,
+                           const uint8_t* pf) {
+  if constexpr (DT == DType::Q8_0) tile_tokens_q8<TT>(a, tile, r, t0, mask, pf);
+  else if constexpr (DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K) tile_tokens_k<DT, TT>(a, tile, r, t0, mask, pf);
+  else if constexpr (DT == DType::Q4_0) tile_tokens<false, TT>(a, tile, r, t0, mask, pf);
+  else tile_tokens<true, TT>(a, tile, r, t0, mask, pf);
+}
+
+template <DType DT>
 void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
   constexpr int kTokens = 4;
   for (int64_t r = r0; r < r1; r += kPackRows) {
@@ -100,16 +259,22 @@ void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
     int64_t t = 0;
     // The first token tile prefetches the next tile of this range (see prefetch_group).
     const uint8_t* pf = r + kPackRows < r1 ? tile + a.tile_bytes : nullptr;
-    for (; t + kTokens <= a.n_tokens; t += kTokens, pf = nullptr) tile_tokens<HasM, kTokens>(a, tile, r, t, mask, pf);
-    for (; t < a.n_tokens; ++t, pf = nullptr) tile_tokens<HasM, 1>(a, tile, r, t, mask, pf);
+    for (; t + kTokens <= a.n_tokens; t += kTokens, pf = nullptr) tile_tokens_of<DT, kTokens>(a, tile, r, t, mask, pf);
+    for (; t < a.n_tokens; ++t, pf = nullptr) tile_tokens_of<DT, 1>(a, tile, r, t, mask, pf);
   }
 }
 
 }  // namespace
 
 void packed_rows_avx512vnni(const PackedArgs& a, int64_t r0, int64_t r1) {
-  if (packed_has_m(a.dtype)) packed_rows<true>(a, r0, r1);
-  else packed_rows<false>(a, r0, r1);
+  switch (a.dtype) {
+    case DType::Q4_0: packed_rows<DType::Q4_0>(a, r0, r1); return;
+    case DType::Q8_0: packed_rows<DType::Q8_0>(a, r0, r1); return;
+    case DType::Q4_K: packed_rows<DType::Q4_K>(a, r0, r1); return;
+    case DType::Q5_K: packed_rows<DType::Q5_K>(a, r0, r1); return;
+    case DType::Q6_K: packed_rows<DType::Q6_K>(a, r0, r1); return;
+    default: packed_rows<DType::Q4_1>(a, r0, r1); return;   // the offset layouts: Q4_1, INT4_G32, INT4_G128
+  }
 }
 
 }  // namespace llmwb::cpu::qkernels

@@ -48,7 +48,47 @@ float half_at(const uint8_t* p) {
 
 // The repacked layout row by row, in the order of qmatmul_kernels.h (std::fma rounds once,
 // like the vector FMAs, so this level gives the SIMD levels' bits).
+namespace {
+
+// Q8_0 and the k-quants (qmatmul_kernels.h): each block decoded by unpack_packed_block, its
+// two halves summed exactly, combined in the order the vector kernels use.
+void packed_rows_other(const PackedArgs& a, int64_t r0, int64_t r1) {
+  const DType t = a.dtype;
+  QBlock qb;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
+    const int i = static_cast<int>(r % kPackRows);
+    for (int64_t tok = 0; tok < a.n_tokens; ++tok) {
+      const int8_t* xq = a.x.q + tok * a.x.q_stride;
+      const float* xd = a.x.d + tok * a.nb;
+      const float* xc = a.x.c + tok * a.nb;
+      float acc = 0.0f, macc = 0.0f;
+      for (int64_t b = 0; b < a.nb; ++b) {
+        unpack_packed_block(t, tile + (b / a.gb) * a.group_bytes, i, static_cast<int>(b % a.gb), &qb);
+        const int8_t* x = xq + b * kQB;
+        int32_t lo = 0, hi = 0;
+        for (int j = 0; j < kQB / 2; ++j) lo += int32_t{qb.q[j]} * x[j];
+        for (int j = kQB / 2; j < kQB; ++j) hi += int32_t{qb.q[j]} * x[j];
+        if (t == DType::Q6_K) {
+          acc = std::fma(static_cast<float>(lo), qb.d_lo * xd[b], acc);
+          acc = std::fma(static_cast<float>(hi), qb.d_hi * xd[b], acc);
+        } else {
+          acc = std::fma(static_cast<float>(lo + hi), qb.d_lo * xd[b], acc);
+          macc = std::fma(qb.m, xc[b], macc);
+        }
+      }
+      a.y[tok * a.y_stride + r] = packed_has_m(t) ? acc + macc : acc;
+    }
+  }
+}
+
+}  // namespace
+
 void packed_rows_scalar(const PackedArgs& a, int64_t r0, int64_t r1) {
+  if (!packed_q4_family(a.dtype)) {
+    packed_rows_other(a, r0, r1);
+    return;
+  }
   const bool has_m = packed_has_m(a.dtype);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;

@@ -18,12 +18,15 @@ using qkernels::kQB;
 using qkernels::QBlock;
 
 bool repackable(DType t) {
-  return t == DType::INT4_G32 || t == DType::INT4_G128 || t == DType::Q4_0 || t == DType::Q4_1;
+  return qkernels::packed_q4_family(t) || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K ||
+         t == DType::Q6_K;
 }
 
 namespace {
 
-uint64_t scale_bytes(DType t) { return qkernels::packed_has_m(t) ? 64 : 32; }
+uint64_t scale_bytes(DType t) { return qkernels::packed_head_bytes(t); }
+uint64_t block_bytes(DType t) { return qkernels::packed_block_bytes(t); }
+int64_t group_blocks(DType t) { return qkernels::packed_group_blocks(t); }
 
 void store_half(uint8_t* p, float v) {
   const uint16_t h = fp32_to_fp16(v);   // exact: v came from an fp16 field
@@ -69,9 +72,11 @@ PackedQ4 packed_layout(const TensorView& W) {
   p.rows = W.rows();
   p.cols = W.cols();
   p.nb = (p.cols + kQB - 1) / kQB;
-  p.gb = W.dtype == DType::INT4_G128 ? 4 : 1;
+  p.gb = group_blocks(W.dtype);
   p.ng = (p.nb + p.gb - 1) / p.gb;
-  p.group_bytes = scale_bytes(W.dtype) + static_cast<uint64_t>(p.gb) * kPackBlockBytes;
+  p.head_bytes = scale_bytes(W.dtype);
+  p.block_bytes = block_bytes(W.dtype);
+  p.group_bytes = p.head_bytes + static_cast<uint64_t>(p.gb) * p.block_bytes;
   p.tile_bytes = static_cast<uint64_t>(p.ng) * p.group_bytes;
   p.tiles = (p.rows + kPackRows - 1) / kPackRows;
   return p;
@@ -84,8 +89,96 @@ std::unique_ptr<PackedQ4> repack_q4(const TensorView& W, ThreadPool& pool) {
   return p;
 }
 
+namespace {
+
+// Row i of tile group `grp` (group g of the row `row`) for Q8_0 and the k-quants, the layouts
+// of qmatmul_kernels.h. The rows are whole blocks / super-blocks (their types demand it); the
+// integers are unpack_block's and the fp16 fields are copied as they are.
+void repack_group_other(DType t, const uint8_t* row, int64_t cols, int64_t g, int i, uint8_t* grp) {
+  const int64_t gb = group_blocks(t);
+  uint8_t* blocks = grp + scale_bytes(t);
+  const uint64_t bb = block_bytes(t);
+  const uint8_t* src = row + g * dtype_info(t).block_bytes;
+  if (t == DType::Q8_0) {
+    std::memcpy(grp + 2 * i, src, 2);
+    for (int v = 0; v < 8; ++v)
+      for (int j = 0; j < 4; ++j) blocks[64 * v + 4 * i + j] = static_cast<uint8_t>(src[2 + 4 * v + j] ^ 0x80);
+    return;
+  }
+  if (t == DType::Q6_K) {
+    std::memcpy(grp + 2 * i, src + 208, 2);
+    for (int k = 0; k < 16; ++k) grp[32 + 16 * k + i] = src[192 + k];
+  } else {
+    std::memcpy(grp + 2 * i, src, 2);
+    std::memcpy(grp + 32 + 2 * i, src + 2, 2);
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      k4_scale_min(j, src + 4, &sc, &mn);
+      grp[64 + 16 * j + i] = static_cast<uint8_t>(sc);
+      grp[64 + 128 + 16 * j + i] = static_cast<uint8_t>(mn);
+    }
+  }
+  if (t == DType::Q4_K || t == DType::Q5_K) {
+    // Sub-block jb is the low (jb even) or high nibbles of the 32 bytes at 32 (jb / 2), eight
+    // bytes at a time as full_block_dwords does; Q5_K's fifth bit of element l is bit jb of qh[l].
+    constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
+    const bool five = t == DType::Q5_K;
+    const uint8_t* qh = src + 16;
+    const uint8_t* ql = src + (five ? 48 : 16);
+    for (int64_t jb = 0; jb < gb; ++jb) {
+      uint8_t* blk = blocks + jb * bb;
+      const uint8_t* qs = ql + 32 * (jb / 2);
+      const int shift = (jb & 1) ? 4 : 0;
+      for (int v = 0; v < 4; ++v) {
+        const uint32_t dw = pack8((load8(qs + 8 * v) >> shift) & kLow);
+        std::memcpy(blk + 64 * v + 4 * i, &dw, 4);
+        if (five) {
+          for (int j = 0; j < 4; ++j) {
+            const int lo = (qh[8 * v + j] >> jb) & 1, hi = (qh[8 * v + 4 + j] >> jb) & 1;
+            blk[256 + 4 * i + j] |= static_cast<uint8_t>(lo << v | hi << (4 + v));
+          }
+        }
+      }
+    }
+    return;
+  }
+  QBlock qb;
+  for (int64_t jb = 0; jb < gb; ++jb) {
+    qkernels::unpack_block(t, row, cols, g * gb + jb, &qb);
+    uint8_t* blk = blocks + jb * bb;
+    const int bias = t == DType::Q6_K ? 32 : 0;
+    for (int v = 0; v < 4; ++v) {
+      for (int j = 0; j < 4; ++j) {
+        const int lo = qb.q[8 * v + j] + bias, hi = qb.q[8 * v + 4 + j] + bias;
+        blk[64 * v + 4 * i + j] = static_cast<uint8_t>((lo & 0x0F) | (hi & 0x0F) << 4);
+        if (t == DType::Q5_K) {
+          blk[256 + 4 * i + j] |= static_cast<uint8_t>(((lo >> 4) & 1) << v | ((hi >> 4) & 1) << (4 + v));
+        } else if (t == DType::Q6_K) {
+          const int k = 2 * (v & 1);   // chunk v's low bits at 2 k, its high at 2 k + 2
+          blk[256 + 64 * (v >> 1) + 4 * i + j] |= static_cast<uint8_t>((lo >> 4) << (2 * k) | (hi >> 4) << (2 * k + 2));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void repack_into(const TensorView& W, PackedQ4& P, uint8_t* base, ThreadPool& pool) {
   P.data_ = base;   // zero: rows past the matrix stay zero
+  if (!qkernels::packed_q4_family(W.dtype)) {
+    const uint64_t row_bytes = dtype_row_bytes(W.dtype, P.cols);
+    pool.parallel_for(P.tiles, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int i = 0; i < kPackRows && t * kPackRows + i < P.rows; ++i) {
+          const uint8_t* row = W.data + (t * kPackRows + i) * row_bytes;
+          for (int64_t g = 0; g < P.ng; ++g)
+            repack_group_other(W.dtype, row, P.cols, g, i, base + t * P.tile_bytes + g * P.group_bytes);
+        }
+      }
+    });
+    return;
+  }
   const uint64_t row_bytes = dtype_row_bytes(W.dtype, P.cols);
   const bool has_m = qkernels::packed_has_m(W.dtype);
   const int64_t nfull = qkernels::full_blocks(W.dtype, P.cols);
@@ -127,6 +220,10 @@ void repack_into(const TensorView& W, PackedQ4& P, uint8_t* base, ThreadPool& po
 void packed_block(const PackedQ4& p, int64_t r, int64_t b, QBlock* out) {
   const uint8_t* grp = p.data() + (r / kPackRows) * p.tile_bytes + (b / p.gb) * p.group_bytes;
   const int i = static_cast<int>(r % kPackRows);
+  if (!qkernels::packed_q4_family(p.dtype)) {
+    qkernels::unpack_packed_block(p.dtype, grp, i, static_cast<int>(b % p.gb), out);
+    return;
+  }
   uint16_t h;
   std::memcpy(&h, grp + 2 * i, 2);
   out->d_lo = out->d_hi = fp16_to_fp32(h);

@@ -1,6 +1,8 @@
-// qrepack.h — 4-bit weights (INT4_G32, INT4_G128, Q4_0, Q4_1) repacked once into the
-// row-interleaved tiles of qmatmul_kernels.h, so that the integer kernels accumulate 16 rows
-// per vector and do the per-block scale work as vector work (qmatmul_packed()).
+// qrepack.h — block-quantized weights (INT4_G32, INT4_G128, Q4_0, Q4_1, Q8_0 and the
+// k-quants Q4_K, Q5_K, Q6_K) repacked once into the row-interleaved tiles of
+// qmatmul_kernels.h, so that the integer kernels accumulate 16 rows per vector and do the
+// per-block scale work as vector work (qmatmul_packed()). PackedQ4 keeps the name of the
+// first types it held.
 //
 // The model keeps its original TensorView (model files, quant reports, the GGUF writer and
 // the CUDA upload read it); the CPU backend owns the packed copy in a RepackCache. To keep a
@@ -32,8 +34,9 @@ struct PackedQ4 {
   DType dtype = DType::INT4_G32;
   int64_t rows = 0, cols = 0;
   int64_t nb = 0;   // blocks of 32 per row, ceil(cols / 32)
-  int64_t gb = 1;   // blocks per scale group (4 for INT4_G128)
+  int64_t gb = 1;   // blocks per scale group (4 for INT4_G128, 8 for the k-quants)
   int64_t ng = 0;   // groups per row
+  uint64_t head_bytes = 0, block_bytes = 0;   // a group: its scales, then gb blocks
   uint64_t group_bytes = 0, tile_bytes = 0;
   int64_t tiles = 0;
   const uint8_t* data() const { return data_; }

@@ -10,6 +10,33 @@
 
 namespace llmwb {
 
+// Speculative decoding (Leviathan et al. 2023; Chen et al. 2023): a cheap proposer guesses up to
+// k tokens, the target scores them all in one pass over k+1 positions and keeps what it would
+// have produced itself, so the output is exactly the target's. Names follow vLLM's
+// speculative_config.
+struct SpeculativeConfig {
+  // "" (off), "ngram" (prompt lookup, no second model), "draft_model" (`model`), "self_int4"
+  // (the target's own weights quantized to INT4 at load) or "layers" (the target's first
+  // `layers` layers with its own final norm and head).
+  std::string method;
+  int num_speculative_tokens = 0;    // k per step; 0 = adaptive per sequence (1..8)
+  std::string model;                 // draft_model: GGUF file or Hugging Face folder
+  int prompt_lookup_min = 1;         // ngram: shortest suffix looked up
+  int prompt_lookup_max = 3;         // ngram: longest suffix looked up (tried first)
+  int layers = 0;                    // layers: early exit after this many layers
+
+  bool enabled() const { return !method.empty(); }
+  // Throws llmwb::Error naming the field when a value is out of range.
+  void validate() const;
+};
+
+// The speculative methods SpeculativeConfig::method accepts besides "".
+const std::vector<std::string>& speculative_methods();
+// The short form front ends take (llmwb-cli --spec, the GUI's settings and experiments):
+// "" or "off", "draft:PATH", "ngram" or "ngram:MIN:MAX", "self-int4", "layers:K"; with `k`
+// tokens per step (0 = adaptive). Throws llmwb::Error("speculative", ...) for anything else.
+SpeculativeConfig parse_speculative(const std::string& value, int k = 0);
+
 struct EngineConfig {
   std::string model;                 // GGUF file, Hugging Face folder, or llama2.c .bin
   std::string tokenizer;             // optional: .model (SentencePiece) or llama2.c tokenizer .bin
@@ -31,6 +58,7 @@ struct EngineConfig {
   // Numerics
   std::string quantize;              // "" (as stored) or a load-time quantization scheme
   std::string kv_dtype = "f32";      // KV cache element type: kv_dtypes()
+  SpeculativeConfig speculative;     // off unless speculative.method is set
   // Implementation switches that change no token (kernels, graphs, where rows are sampled);
   // the LLMWB_* environment variables set the defaults.
   TuningConfig tuning = TuningConfig::from_environment();

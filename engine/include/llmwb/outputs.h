@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "llmwb/speculative_stats.h"
+
 namespace llmwb {
 
 enum class FinishReason { None, Stop, Length, Abort, Error };
@@ -28,6 +30,10 @@ struct CompletionOutput {
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   FinishReason finish_reason = FinishReason::None;
   std::string stop_reason;       // the stop string that matched, if any
+  // Speculative decoding: 1 where the token was a draft token the target accepted (the rest
+  // the target produced itself), one per token_ids entry; and this sample's counts.
+  std::vector<uint8_t> token_from_draft;
+  SpeculativeStats speculative;
   uint64_t seed = 0;             // this sample's RNG seed (InspectStepRequest::seed)
 };
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "llmwb/speculative_stats.h"
+
 namespace llmwb {
 
 // One physical KV block.
@@ -72,6 +74,12 @@ struct StepTelemetry {
   std::vector<BlockState> blocks;           // per physical block
   std::vector<SequenceTelemetry> sequences; // live sequences
   std::shared_ptr<const AttentionSnapshot> attention;  // when capture is on
+  // Speculative decoding ("" when off): this step's and all steps' counts, and the time the
+  // proposer took this step (drafting; forward_seconds is the target's verification pass).
+  std::string speculative_method;
+  SpeculativeStats speculative_step, speculative_total;
+  double draft_seconds = 0.0;
+  double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
   std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
 };
 

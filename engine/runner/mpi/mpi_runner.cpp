@@ -53,7 +53,7 @@ std::string fingerprint(const ModelFile& f, int tp, int pp, const std::string& q
 }
 
 std::vector<int64_t> flatten(const ForwardBatch& b) {
-  std::vector<int64_t> v{int64_t(b.step), b.num_logit_rows, int64_t(b.tokens.size())};
+  std::vector<int64_t> v{int64_t(b.step), b.num_logit_rows, b.exit_layers, int64_t(b.tokens.size())};
   v.insert(v.end(), b.tokens.begin(), b.tokens.end());
   v.push_back(int64_t(b.seqs.size()));
   for (const ForwardSeq& s : b.seqs) {
@@ -68,6 +68,7 @@ void unflatten(const std::vector<int64_t>& v, ForwardBatch& b, std::vector<std::
   size_t i = 0;
   b.step = uint64_t(v[i++]);
   b.num_logit_rows = int(v[i++]);
+  b.exit_layers = int(v[i++]);
   b.tokens.assign(v.begin() + int64_t(i + 1), v.begin() + int64_t(i + 1) + v[i]);
   i += 1 + size_t(v[i]);
   const size_t ns = size_t(v[i++]);

@@ -5,7 +5,12 @@
 #include <QFileInfo>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QPlainTextEdit>
 #include <QTest>
+
+#include "chat_view.h"
+#include "conversation_store.h"
+#include "sampling_params_editor.h"
 
 namespace llmwb::uitest {
 
@@ -58,6 +63,35 @@ EventLoopProbe::EventLoopProbe() {
     ++ticks_;
   });
   timer_.start();
+}
+
+ui::ChatView* open_chat(gui::Workbench& bench, const QString& store_dir, int max_tokens) {
+  ui::ChatView* chat = bench.window().chat_view();
+  chat->set_store(ui::ConversationStore(store_dir));
+  if (!open_model_and_wait(bench.window(), stories_gguf())) return nullptr;
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = max_tokens;
+  chat->sampling()->set_params(greedy);
+  return chat;
+}
+
+bool send_chat(ui::ChatView* chat, const QString& text) {
+  chat->input()->setPlainText(text);
+  chat->send();
+  if (!chat->is_generating()) {
+    qWarning("the chat did not start a reply to '%s'", qPrintable(text));
+    return false;
+  }
+  if (!QTest::qWaitFor([&] { return !chat->is_generating(); }, 60000)) {
+    qWarning("the reply to '%s' did not finish within 60 s", qPrintable(text));
+    return false;
+  }
+  if (!chat->last_error().isEmpty()) {
+    qWarning("the reply to '%s' failed: %s", qPrintable(text), qPrintable(chat->last_error()));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace llmwb::uitest

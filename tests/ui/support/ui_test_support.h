@@ -9,6 +9,10 @@
 
 #include "workbench.h"
 
+namespace llmwb::ui {
+class ChatView;
+}
+
 namespace llmwb::uitest {
 
 // ../shared/<rel> beside the repository (read-only models).
@@ -28,6 +32,12 @@ std::unique_ptr<gui::Workbench> start_application(ui::MainWindow::View view);
 // Opens `path` the way File ▸ Open does and waits until the model is loaded; false on
 // failure or timeout (QTest reports which).
 bool open_model_and_wait(ui::MainWindow& window, const QString& path, int timeout_ms = 120000);
+
+// The Chat view of a started application on the conversation store in `store_dir`, the
+// stories260K model loaded, greedy sampling of at most `max_tokens`; null on failure.
+ui::ChatView* open_chat(gui::Workbench& bench, const QString& store_dir, int max_tokens);
+// Sends `text` from the chat's input and waits for the whole reply; false (reported) on an error.
+bool send_chat(ui::ChatView* chat, const QString& text);
 
 // Measures how long the GUI thread's event loop goes without turning: a timer asks to fire
 // every few milliseconds and the longest gap between two firings is kept. A forward pass or a

@@ -1,0 +1,97 @@
+#include "spec/model_proposer.h"
+
+#include <algorithm>
+
+namespace llmwb {
+
+ModelProposer::ModelProposer(std::string name, std::unique_ptr<ModelFile> file, std::unique_ptr<ModelRunner> runner)
+    : name_(std::move(name)), file_(std::move(file)), own_(std::move(runner)), runner_(*own_),
+      vocab_(file_->config.vocab_size) {}
+
+ModelProposer::ModelProposer(std::string name, ModelRunner& target, int vocab, int exit_layers)
+    : name_(std::move(name)), runner_(target), vocab_(vocab), exit_layers_(exit_layers), shares_kv_(true) {}
+
+void ModelProposer::choose(DraftSlot& s, float* row) {
+  const SamplingParams& p = *s.params;
+  const std::vector<int>* history = &s.seq->tokens;
+  const size_t output_start = static_cast<size_t>(s.seq->num_prompt_tokens);
+  if (p.repetition_penalty != 1.0f || p.presence_penalty != 0.f || p.frequency_penalty != 0.f) {
+    // the penalties see the guesses so far, as the target will
+    history_ = s.seq->tokens;
+    history_.insert(history_.end(), s.tokens.begin(), s.tokens.end());
+    history = &history_;
+  }
+  if (p.temperature <= 0.f) {
+    s.tokens.push_back(sampler_.sample(row, vocab_, p, *s.rng, *history, output_start).token);
+    return;
+  }
+  sampler_.distribution(row, vocab_, p, *history, probs_, output_start);
+  const double r = s.rng->uniform();
+  double cum = 0;
+  int pick = -1;
+  for (int t = 0; t < vocab_; ++t) {
+    if (probs_[static_cast<size_t>(t)] <= 0.f) continue;
+    pick = t;
+    cum += probs_[static_cast<size_t>(t)];
+    if (r < cum) break;
+  }
+  s.tokens.push_back(pick);
+  s.q.insert(s.q.end(), probs_.begin(), probs_.end());
+}
+
+void ModelProposer::propose(std::span<DraftSlot> slots) {
+  int kmax = 0;
+  for (DraftSlot& s : slots) {
+    s.tokens.clear();
+    s.q.clear();
+    kmax = std::max(kmax, s.k);
+  }
+  ForwardBatch batch;
+  batch.exit_layers = exit_layers_;
+  std::vector<DraftSlot*> rows;
+  for (int r = 0; r < kmax; ++r) {
+    batch.tokens.clear();
+    batch.seqs.clear();
+    batch.num_logit_rows = 0;
+    rows.clear();
+    for (DraftSlot& s : slots) {
+      if (s.k <= r) continue;
+      const Sequence& q = *s.seq;
+      ForwardSeq fs;
+      fs.first = static_cast<int>(batch.tokens.size());
+      fs.block_table = &q.block_table;
+      fs.logits_row = batch.num_logit_rows++;
+      if (r == 0) {
+        // The newest token, after whatever the draft has not seen yet.
+        const int last = q.num_tokens() - 1;
+        const int from = shares_kv_ ? last : std::min(computed_[q.seq_id], last);
+        fs.start_pos = from;
+        fs.n_tokens = q.num_tokens() - from;
+        batch.tokens.insert(batch.tokens.end(), q.tokens.begin() + from, q.tokens.end());
+      } else {
+        fs.start_pos = q.num_tokens() + r - 1;
+        fs.n_tokens = 1;
+        batch.tokens.push_back(s.tokens.back());
+      }
+      batch.seqs.push_back(fs);
+      rows.push_back(&s);
+    }
+    logits_.resize(static_cast<size_t>(batch.num_logit_rows) * vocab_);
+    runner_.execute(batch, logits_.data(), -1, nullptr, nullptr);
+    for (size_t i = 0; i < rows.size(); ++i) choose(*rows[i], logits_.data() + i * vocab_);
+  }
+  if (!shares_kv_)
+    for (DraftSlot& s : slots)
+      if (s.k > 0) computed_[s.seq->seq_id] = s.seq->num_tokens() + s.k - 1;
+}
+
+void ModelProposer::copy_blocks(std::span<const BlockCopy> copies) {
+  if (!shares_kv_ && !copies.empty()) runner_.copy_blocks(copies);
+}
+
+void ModelProposer::rollback(const Sequence& seq) {
+  auto it = computed_.find(seq.seq_id);
+  if (it != computed_.end()) it->second = std::min(it->second, seq.num_computed_tokens);
+}
+
+}  // namespace llmwb

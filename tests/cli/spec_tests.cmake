@@ -1,0 +1,24 @@
+# Speculative decoding (--spec, --spec-k) on the commands that take engine flags: greedy text
+# unchanged, statistics in the JSON, and bad values answered with the flag's name.
+cli_test(generate_spec_ngram_same_text "Once upon a time, there was a little girl named Lily"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec ngram --temperature 0 --max-tokens 40)
+cli_test(generate_spec_self_int4_same_text "Once upon a time, there was a little girl named Lily"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec self-int4 --spec-k 4 --temperature 0 --max-tokens 40)
+cli_test(generate_spec_draft_json "\"speculative\":\\{\"acceptance_rate\":1\\.0,\"accepted\":[1-9][0-9]*,\"drafted\":[1-9][0-9]*,\"drafts\":[1-9][0-9]*,\"mean_acceptance_length\":[2-9]"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec draft:${S260}/hf --json --temperature 0 --max-tokens 40)
+cli_test(generate_spec_layers_stats "speculation layers \\| [0-9]+ drafted"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec layers:3 --temperature 0 --max-tokens 20)
+cli_test(bench_spec_json "\"acceptance_per_position\".*\"mean_acceptance_length\": [1-9]"
+  ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 32 -r 1 --threads 1 --spec ngram:1:2 --spec-k 3 --json)
+cli_test(serve_bench_spec_json "\"method\": \"self_int4\""
+  ${CLI} serve-bench --model ${S260}/stories260K.gguf --concurrency 2 --num-requests 2 --input-len 8 --output-len 8
+  --spec self-int4 --json)
+cli_error_test(generate_bad_spec "--spec: 'medusa' is not draft:PATH, ngram\\[:MIN:MAX\\], self-int4 or layers:K"
+  ${CLI} generate --spec medusa)
+cli_error_test(generate_bad_spec_ngram "--spec: 'ngram:3:1' has MAX below MIN" ${CLI} generate --spec ngram:3:1)
+cli_error_test(generate_spec_k_without_spec "--spec-k: needs --spec" ${CLI} generate --spec-k 3)
+cli_error_test(bench_bad_spec_k "--spec-k" ${CLI} bench --spec ngram --spec-k many)
+cli_error_test(generate_spec_too_many_layers "speculative.layers: 9 is not fewer than the target's 5 layers"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec layers:9)
+cli_error_test(generate_spec_missing_draft "no-such-draft.gguf"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec draft:no-such-draft.gguf)

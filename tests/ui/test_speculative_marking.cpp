@@ -1,0 +1,110 @@
+// Speculative decoding in the GUI: accepted draft tokens are underlined in the Completion view's
+// token chips (and say so on hover), the statistics line and the timeline's speculation chart
+// report acceptance, and the Settings dialog offers the methods and refuses unknown ones.
+#include <QComboBox>
+#include <QImage>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTest>
+
+#include "completion_view.h"
+#include "live_text.h"
+#include "sampling_params_editor.h"
+#include "settings_dialog.h"
+#include "timeline_view.h"
+#include "token_chips_view.h"
+#include "ui_test_support.h"
+
+using namespace llmwb;
+
+class TestSpeculativeMarking : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::Workbench> bench_;
+
+ private slots:
+  void initTestCase() { bench_ = uitest::start_application(ui::MainWindow::View::Completion); }
+  void cleanupTestCase() { bench_.reset(); }
+
+  void accepted_draft_chips_are_underlined_and_say_so() {
+    ui::TokenChipsView chips;
+    chips.set_vocabulary({"a", "bb", "ccc", "dddd"});
+    chips.resize(400, 120);
+    chips.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chips));
+    chips.append({0, 1, 2, 3}, {0.9f, 0.8f, 0.7f, 0.6f}, {0, 1, 1, 0});
+    QCOMPARE(chips.chip_count(), 4);
+    QCOMPARE(chips.draft_chip_count(), 2);
+    QVERIFY(!chips.from_draft(0));
+    QVERIFY(chips.from_draft(1));
+    QVERIFY(chips.from_draft(2));
+    QVERIFY(!chips.from_draft(3));
+    QVERIFY(chips.tool_tip(1).contains("accepted draft token"));
+    QVERIFY(!chips.tool_tip(0).contains("accepted draft token"));
+    // The underline is painted at the chip's bottom in the draft colour, and only there.
+    const QImage img = chips.viewport()->grab().toImage();
+    auto bottom_middle = [&](int chip) {
+      const QRect r = chips.chip_rect(chip);
+      return img.pixelColor(r.center().x(), r.bottom() - 1).rgb();
+    };
+    QCOMPARE(bottom_middle(1), ui::TokenChipsView::kDraftColor);
+    QCOMPARE(bottom_middle(2), ui::TokenChipsView::kDraftColor);
+    QVERIFY(bottom_middle(0) != ui::TokenChipsView::kDraftColor);
+    QVERIFY(bottom_middle(3) != ui::TokenChipsView::kDraftColor);
+    chips.clear();
+    QCOMPARE(chips.draft_chip_count(), 0);
+  }
+
+  void settings_offer_speculation_and_refuse_an_unknown_method() {
+    ui::AppSettings s;
+    s.speculative = "ngram";
+    ui::SettingsDialog dialog(s);
+    QComboBox* box = dialog.speculative_box();
+    QVERIFY(box);
+    QCOMPARE(box->currentText(), QString("ngram"));
+    QVERIFY(box->findText("self-int4") >= 0);
+    QCOMPARE(dialog.settings().speculative, QString("ngram"));
+    box->setCurrentText("medusa");
+    QTimer::singleShot(0, [] {   // the refusal's message box
+      for (QWidget* w : QApplication::topLevelWidgets())
+        if (w->inherits("QMessageBox")) static_cast<QDialog*>(w)->reject();
+    });
+    dialog.show();
+    dialog.accept();
+    QVERIFY2(dialog.result() != QDialog::Accepted, "an unknown method was accepted");
+  }
+
+  void self_int4_generation_marks_accepted_tokens_and_keeps_the_text() {
+    auto& bench = bench_;
+    ui::AppSettings s = bench->window().settings();
+    s.speculative = "self-int4";
+    bench->window().set_settings(s);
+    QVERIFY(uitest::open_model_and_wait(bench->window(), uitest::stories_gguf()));
+    ui::CompletionView* view = bench->window().completion_view();
+    view->prompt_editor()->setPlainText({});
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 64;
+    view->sampling()->set_params(greedy);
+    QTest::mouseClick(view->generate_button(), Qt::LeftButton);
+    QVERIFY(QTest::qWaitFor([&] { return !view->is_generating(); }, 60000));
+    // The same text as without speculation (the published greedy reference).
+    const QString reference = uitest::read_text(uitest::shared_path("models/stories260K/greedy-from-bos.txt"));
+    const QString shown = view->output_text().trimmed();
+    QVERIFY2(shown.size() > 150 && reference.startsWith(shown), qPrintable("shown: " + shown));
+    QCOMPARE(view->chips()->chip_count(), 64);
+    QVERIFY2(view->chips()->draft_chip_count() > 10, qPrintable(QString::number(view->chips()->draft_chip_count())));
+    QVERIFY(!view->chips()->from_draft(0));   // the prefill's token is the target's own
+    const QString stats = view->stats_text();
+    QVERIFY2(stats.contains("accepted") && stats.contains("tokens per verification"), qPrintable(stats));
+    ui::TimelineView* timeline = bench->window().timeline_view();
+    QVERIFY(timeline);
+    QVERIFY(QTest::qWaitFor([&] { return timeline->speculation_caption().contains("self_int4"); }, 5000));
+    QVERIFY(!timeline->acceptance_per_position().empty());
+    QVERIFY(timeline->acceptance_per_position()[0] > 0.2);
+  }
+};
+
+QTEST_MAIN(TestSpeculativeMarking)
+#include "test_speculative_marking.moc"
