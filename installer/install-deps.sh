@@ -12,6 +12,7 @@ PKGS=(
   nlohmann-json3-dev
   libcpp-httplib-dev
   libgtest-dev
+  libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
   xvfb xauth
   desktop-file-utils appstream

@@ -19,6 +19,8 @@ EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
   base.enable_prefix_caching = enable_prefix_caching;
   base.kv_dtype = kv_dtype.toStdString();
   base.quantize = quantize.toStdString();
+  base.tensor_parallel_size = tensor_parallel_size;
+  base.pipeline_parallel_size = pipeline_parallel_size;
   base.speculative = parse_speculative(speculative.toStdString(), spec_k);
   return base;
 }
@@ -31,7 +33,9 @@ QJsonObject ExperimentConfig::to_json() const {
                 {"max_num_batched_tokens", max_num_batched_tokens},
                 {"enable_prefix_caching", enable_prefix_caching},
                 {"kv_dtype", kv_dtype},
-                {"quantize", quantize}};
+                {"quantize", quantize},
+                {"tensor_parallel_size", tensor_parallel_size},
+                {"pipeline_parallel_size", pipeline_parallel_size}};
   if (!backend.isEmpty()) o["backend"] = backend;
   if (!speculative.isEmpty()) {
     o["speculative"] = speculative;
@@ -51,6 +55,8 @@ ExperimentConfig ExperimentConfig::from_json(const QJsonObject& o) {
   c.enable_prefix_caching = o.value("enable_prefix_caching").toBool(c.enable_prefix_caching);
   c.kv_dtype = o.value("kv_dtype").toString(c.kv_dtype);
   c.quantize = o.value("quantize").toString(c.quantize);
+  c.tensor_parallel_size = o.value("tensor_parallel_size").toInt(c.tensor_parallel_size);
+  c.pipeline_parallel_size = o.value("pipeline_parallel_size").toInt(c.pipeline_parallel_size);
   c.speculative = o.value("speculative").toString(c.speculative);
   if (c.speculative == "off") c.speculative.clear();
   c.spec_k = o.value("spec_k").toInt(c.spec_k);

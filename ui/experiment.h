@@ -27,6 +27,8 @@ struct ExperimentConfig {
   QString quantize;  // "" = as stored
   QString speculative;  // "" = off; else llmwb::parse_speculative's form ("ngram", "self-int4", ...)
   int spec_k = 0;       // guesses per step; 0 = adaptive
+  int tensor_parallel_size = 1;     // in-process ranks (docs/PARALLEL.md)
+  int pipeline_parallel_size = 1;
 
   static ExperimentConfig named(const QString& name, int threads = 0, int block_size = 16) {
     ExperimentConfig c;

@@ -36,10 +36,13 @@
 namespace llmwb::ui {
 
 namespace {
-enum Column { kName, kBackend, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize,
-              kSpeculative, kSpecK, kColumns };
+enum Column {
+  kName, kBackend, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize,
+  kSpeculative, kSpecK, kTensorParallel, kPipelineParallel, kColumns
+};
 const char* const kHeaders[] = {"name", "backend", "threads", "block size", "max seqs", "max batched tokens",
-                                "prefix cache", "KV dtype", "quantize", "speculation", "guesses/step"};
+                                "prefix cache", "KV dtype", "quantize", "speculation", "guesses/step",
+                                "tensor parallel", "pipeline parallel"};
 }  // namespace
 
 ExperimentsView::ExperimentsView(QWidget* parent)
@@ -196,6 +199,8 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   spin(kBlockSize, c.block_size, 1, 1024);
   spin(kMaxSeqs, c.max_num_seqs, 1, 4096);
   spin(kMaxBatched, c.max_num_batched_tokens, 1, 1 << 20);
+  spin(kTensorParallel, c.tensor_parallel_size, 1, 64);   // ranks as threads; must divide the KV heads
+  spin(kPipelineParallel, c.pipeline_parallel_size, 1, 64);
   auto* prefix = new QCheckBox(configs_);
   prefix->setChecked(c.enable_prefix_caching);
   configs_->setCellWidget(row, kPrefixCache, prefix);
@@ -245,6 +250,8 @@ Experiment ExperimentsView::experiment() const {
     c.speculative = static_cast<QComboBox*>(configs_->cellWidget(row, kSpeculative))->currentText().trimmed();
     if (c.speculative == "off") c.speculative.clear();
     c.spec_k = static_cast<QSpinBox*>(configs_->cellWidget(row, kSpecK))->value();
+    c.tensor_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kTensorParallel))->value();
+    c.pipeline_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kPipelineParallel))->value();
     e.configs.push_back(c);
   }
   return e;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "llmwb/default_model.h"
+#include "llmwb/distributed.h"
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
 
@@ -22,8 +24,8 @@ std::string default_model_path() {
 const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
-                                          "tensor-parallel-size", "quantize", "kv-dtype", "tuning", "spec",
-                                          "spec-k"};
+                                          "tensor-parallel-size", "pipeline-parallel-size", "dist",
+                                          "quantize", "kv-dtype", "tuning", "spec", "spec-k"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -38,6 +40,10 @@ const char* engine_flags_usage() {
          "  --block-size N          tokens per KV block (default 16)\n"
          "  --kv-memory SIZE        KV pool budget, e.g. 256M, 2G (default: enough for --max-num-seqs contexts)\n"
          "  --max-num-seqs N        sequences running at once (default 64)\n"
+         "  --tensor-parallel-size N  split each layer across N ranks (must divide the KV heads; default 1)\n"
+         "  --pipeline-parallel-size N  split the layers into N stages (default 1)\n"
+         "  --dist threads|mpi      how ranks communicate: threads (in-process, default) or mpi (one rank per\n"
+         "                          process: mpirun -np N llmwb-cli ...; only rank 0 prints)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
@@ -77,6 +83,13 @@ EngineConfig engine_config_from(const Args& a) {
   c.max_num_batched_tokens = static_cast<int>(a.integer("max-batched-tokens", 512, 1, 1 << 20));
   c.max_model_len = static_cast<int>(a.integer("max-model-len", 0, 0, 1 << 24));
   c.tensor_parallel_size = static_cast<int>(a.integer("tensor-parallel-size", 1, 1, 64));
+  c.pipeline_parallel_size = static_cast<int>(a.integer("pipeline-parallel-size", 1, 1, 64));
+  c.dist = a.str("dist", "threads");
+  if (c.dist == "mpi" && !mpi_built())
+    throw UsageError("--dist: 'mpi' is not available: this build has no MPI (install libopenmpi-dev, reconfigure)");
+  if (c.dist != "threads" && c.dist != "mpi")
+    throw UsageError("--dist: '" + c.dist + "' is not available (threads: ranks as threads of this process; " +
+                     "mpi: one rank per process under mpirun; nccl is not built)");
   c.enable_prefix_caching = !a.flag("no-prefix-cache");
   c.quantize = a.str("quantize");
   c.kv_dtype = a.str("kv-dtype", "f32");
@@ -100,6 +113,15 @@ EngineConfig engine_config_from(const Args& a) {
     } catch (const Error& e) {
       throw UsageError(std::string("--tuning: ") + e.what());
     }
+  }
+  // Under mpirun with --dist mpi every process but rank 0 serves rank 0's steps and exits when rank 0
+  // ends: the command itself (and everything it prints) runs on rank 0 only.
+  if (c.dist == "mpi") {
+    if (is_mpi_worker_process()) {
+      std::fflush(stdout);
+      std::exit(run_mpi_worker_process(c));
+    }
+    mpi_start();
   }
   return c;
 }

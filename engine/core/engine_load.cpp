@@ -14,8 +14,10 @@ namespace {
 void validate(const EngineConfig& cfg) {
   if (cfg.backend == "cuda" && !cuda_unavailable_reason().empty())
     throw Error("backend", "'cuda' is not available: " + cuda_unavailable_reason());
-  if (cfg.tensor_parallel_size != 1 || cfg.pipeline_parallel_size != 1)
-    throw Error("tensor_parallel_size", "parallelism across devices is not implemented; both backends run 1 x 1");
+  if (cfg.tensor_parallel_size < 1 || cfg.tensor_parallel_size > 64)
+    throw Error("tensor_parallel_size", "must be in [1, 64], got " + std::to_string(cfg.tensor_parallel_size));
+  if (cfg.pipeline_parallel_size < 1 || cfg.pipeline_parallel_size > 64)
+    throw Error("pipeline_parallel_size", "must be in [1, 64], got " + std::to_string(cfg.pipeline_parallel_size));
   if (cfg.block_size < 1 || cfg.block_size > 1024) throw Error("block_size", "must be in [1, 1024], got " + std::to_string(cfg.block_size));
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
@@ -63,7 +65,8 @@ void Engine::Impl::load(const LoadProgress& progress) {
   (void)sink;
 
   runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights),
-                             [&](double f, const std::string& what) { return !progress || progress(0.9 + 0.1 * f, what); });
+                             [&](double f, const std::string& what) { return !progress || progress(0.9 + 0.1 * f, what); },
+                             ParallelLayout{cfg.tensor_parallel_size, cfg.pipeline_parallel_size, cfg.dist, cfg.quantize});
   caps = runner->capabilities();
   const std::vector<KVDType>& kinds = caps.kv_dtypes;
   if (std::find(kinds.begin(), kinds.end(), kv_dtype) == kinds.end())

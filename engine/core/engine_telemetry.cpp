@@ -37,6 +37,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.schedule_seconds = times.schedule;
   t.forward_seconds = times.forward;
   t.sample_seconds = times.sample;
+  t.ranks = runner->rank_telemetry();
   t.draft_seconds = times.draft;
   t.speculative_step = spec_step;
   t.speculative_total = spec_total;

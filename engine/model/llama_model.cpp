@@ -70,7 +70,10 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   for (const ForwardSeq& s : batch.seqs)
     for (int i = 0; i < s.n_tokens; ++i) positions_[static_cast<size_t>(s.first + i)] = s.start_pos + i;
 
-  be_->embed(w_.tok_embeddings, batch.tokens.data(), n, x);
+  if (stage_in_)
+    std::copy(stage_in_, stage_in_ + n * dim, x);
+  else
+    be_->embed(w_.tok_embeddings, batch.tokens.data(), n, x);
   // The last layer's K and V go into the cache for every token, but past that only the rows
   // that get logits matter: their queries, attention, output projection and FFN are all that
   // is computed there (as llama.cpp does), from rows gathered into a batch of their own. Every
@@ -78,8 +81,8 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
   // same. Not when that layer's attention is being recorded (the heatmap wants every query).
   const int n_layers = batch.exit_layers > 0 ? std::min(batch.exit_layers, c.n_layers) : c.n_layers;
   const int last_layer = n_layers - 1;
-  const bool trim =
-      batch.num_logit_rows < n && !(record != nullptr && record_layer == last_layer) && observer == nullptr;
+  const bool trim = batch.num_logit_rows < n && !(record != nullptr && record_layer == last_layer) &&
+                    observer == nullptr && stage_out_ == nullptr;
   for (int l = 0; l < n_layers; ++l) {
     const LlamaLayerWeights& L = w_.layers[static_cast<size_t>(l)];
     const bool trimmed = l == last_layer && trim;
@@ -103,6 +106,10 @@ void LlamaModel::forward(const ForwardBatch& batch, KVCache& cache, float* logit
     if (observer) observer->residual(l, x, n, c.dim);
   }
   if (observer) observer->begin_layer(-1);
+  if (stage_out_) {
+    std::copy(x, x + n * dim, stage_out_);
+    return;
+  }
   if (batch.num_logit_rows == 0) return;
   // Only the last new token of each sequence that samples needs logits (every new token when
   // the sequence asks for all_logits).
@@ -133,6 +140,7 @@ void LlamaModel::output_and_ffn(const LlamaLayerWeights& L, const float* att, in
   const ModelConfig& c = config_;
   const int64_t dim = c.dim;
   be_->matmul(L.wo, att, n, xb);
+  if (tp_) tp_->all_reduce_sum(xb, n * dim);
   if (observer) observer->attention_output(layer, xb, n, c.dim);
   be_->add(x, xb, n * dim);
   // Feed-forward block: w2(silu(w1 x) * w3 x).
@@ -141,6 +149,7 @@ void LlamaModel::output_and_ffn(const LlamaLayerWeights& L, const float* att, in
   be_->matmul_shared_input(xb, n, gate_up);
   be_->silu_mul(hb, hb2, int64_t(n) * c.hidden_dim);
   be_->matmul(L.w2, hb, n, xb);
+  if (tp_) tp_->all_reduce_sum(xb, n * dim);
   if (observer) observer->ffn_output(layer, xb, n, c.dim);
   be_->add(x, xb, n * dim);
 }

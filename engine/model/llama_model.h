@@ -15,6 +15,7 @@
 #include "model/llama_weights.h"
 #include "format/model_config.h"
 #include "model/forward_observer.h"
+#include "parallel/communicator.h"
 
 namespace llmwb {
 
@@ -36,10 +37,27 @@ class LlamaModel {
   // forward() ends with (the logit lens applies them after every layer).
   void head(const float* x, int n, float* logits);
 
+  // Tensor parallelism (parallel_runner.h): this model holds one rank's shards (its heads of
+  // wq/wk/wv and rows of w1/w3, the matching columns of wo and w2), so the outputs of wo and w2
+  // are partial sums, all-reduced over `group` before they join the residual stream. Null (the
+  // default): the whole model, no communication.
+  void set_tensor_parallel(Communicator* group) { tp_ = group; }
+  // Pipeline parallelism: this model holds a stage's layers. For the next forward(): `input`
+  // (n x dim rows, the previous stage's residual stream) replaces the embedding when not null;
+  // `output` when not null receives the residual stream after the last layer instead of the
+  // final norm and head (no logits are written).
+  void set_stage_io(const float* input, float* output) {
+    stage_in_ = input;
+    stage_out_ = output;
+  }
+
  private:
   ModelConfig config_;
   LlamaWeights w_;
   Backend* be_;   // the backend; an observer's for the pass it observes
+  Communicator* tp_ = nullptr;
+  const float* stage_in_ = nullptr;
+  float* stage_out_ = nullptr;
   RopeParams rope_;
   AttentionParams attn_;
   // Activations, reused between steps.

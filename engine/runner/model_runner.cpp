@@ -4,6 +4,10 @@
 #include "llmwb/tuning_config.h"
 #include "runner/cpu_runner.h"
 #include "runner/cuda_runner.h"
+#include "runner/parallel_runner.h"
+#if LLMWB_HAVE_MPI
+#include "runner/mpi/mpi_runner.h"
+#endif
 
 namespace llmwb {
 
@@ -13,7 +17,23 @@ void ModelRunner::inspect(const ForwardBatch&, float*, StepRecording&) {
 
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
-                                               const RunnerProgress& progress) {
+                                               const RunnerProgress& progress, const ParallelLayout& layout) {
+  if (layout.dist != "threads" && layout.dist != "mpi")
+    throw Error("dist", "'" + layout.dist + "' is not a way for ranks to talk (threads or mpi)");
+  if (layout.dist == "mpi") {
+#if LLMWB_HAVE_MPI
+    if (backend != "cpu") throw Error("dist", "mpi runs the cpu backend's ranks");
+    return std::make_unique<MpiRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, layout.quantize);
+#else
+    throw Error("dist", "this build has no MPI (configure with libopenmpi-dev installed, LLMWB_MPI=ON)");
+#endif
+  }
+  const bool parallel = layout.tensor != 1 || layout.pipeline != 1;
+  if (parallel && backend != "cpu")
+    throw Error("tensor_parallel_size", "the " + backend + " backend runs 1 x 1 (tensor and pipeline "
+                                       "parallelism run on the cpu backend, ranks as threads)");
+  if (parallel)
+    return std::make_unique<ParallelRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, progress);
   if (backend == "cpu") return std::make_unique<CpuRunner>(threads, tuning, file, std::move(weights), progress);
   if (backend == "cuda") {
     if (progress && !progress(0.0, "uploading weights to the GPU")) throw Error(file.path, "loading cancelled");

@@ -24,6 +24,7 @@
 #include "runner/step_recording.h"
 #include "model/llama_weights.h"
 #include "format/model_file.h"
+#include "llmwb/telemetry.h"
 
 namespace llmwb {
 
@@ -66,12 +67,24 @@ class ModelRunner {
   // pool) and one logits row; runs it like execute() and records its layers into `out`.
   // Runners that cannot look inside their pass throw llmwb::Error saying so.
   virtual void inspect(const ForwardBatch& batch, float* logits, StepRecording& out);
+  // What each rank of a parallel runner spent in the last step (compute, communication); empty
+  // for a runner of one rank.
+  virtual std::vector<RankTelemetry> rank_telemetry() const { return {}; }
+};
+
+// How a model is split across ranks: tensor x pipeline parallel sizes (EngineConfig's).
+struct ParallelLayout {
+  int tensor = 1;
+  int pipeline = 1;
+  std::string dist = "threads";   // "threads" or "mpi" (EngineConfig::dist)
+  std::string quantize;           // EngineConfig::quantize: every MPI rank must have quantized alike
 };
 
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the
-// weights bound to `file`, which must outlive the runner.
+// weights bound to `file`, which must outlive the runner. A layout other than 1 x 1 builds the
+// CPU's ParallelRunner (parallel_runner.h); the CUDA backend runs 1 x 1 only.
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
-                                               const RunnerProgress& progress);
+                                               const RunnerProgress& progress, const ParallelLayout& layout = {});
 
 }  // namespace llmwb

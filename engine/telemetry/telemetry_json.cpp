@@ -60,6 +60,15 @@ std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
                     {"state", s.state},
                     {"block_table", s.block_table}});
   j["sequences"] = std::move(seqs);
+  if (!t.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankTelemetry& r : t.ranks)
+      ranks.push_back({{"tp_rank", r.tp_rank}, {"pp_stage", r.pp_stage}, {"step_seconds", r.step_seconds},
+                       {"compute_seconds", r.compute_seconds}, {"allreduce_seconds", r.allreduce_seconds},
+                       {"recv_seconds", r.recv_seconds}, {"allreduce_bytes", r.allreduce_bytes},
+                       {"sendrecv_bytes", r.sendrecv_bytes}});
+    j["ranks"] = std::move(ranks);
+  }
   if (with_blocks) {
     auto blocks = nlohmann::json::array();
     for (const auto& b : t.blocks) blocks.push_back({b.owner, b.ref_count, b.filled, b.cached ? 1 : 0});

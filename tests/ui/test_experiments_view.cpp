@@ -252,6 +252,32 @@ class TestExperimentsView : public QObject {
     QVERIFY2(i8 < 0.5 * f32 && i8 > 0.25 * f32, qPrintable(QString("%1 vs %2").arg(i8).arg(f32)));
   }
 
+  // The tensor / pipeline parallel columns: 2 x 2 in-process ranks give the greedy tokens of one
+  // rank; the sizes go through the table, a saved experiment and the engine configuration.
+  void parallel_columns_give_the_tokens_of_one_rank() {
+    ui::Experiment e;
+    e.prompts = QStringList{"Once upon a time"};
+    e.max_tokens = 16;
+    ui::ExperimentConfig one = ui::ExperimentConfig::named("one rank", 2);
+    ui::ExperimentConfig four = ui::ExperimentConfig::named("tp 2 x pp 2", 2);
+    four.tensor_parallel_size = 2;
+    four.pipeline_parallel_size = 2;
+    e.configs = {one, four};
+    view()->set_experiment(e);
+    QCOMPARE(view()->experiment().configs[1].tensor_parallel_size, 2);
+    QCOMPARE(view()->experiment().configs[1].pipeline_parallel_size, 2);
+    QCOMPARE(ui::ExperimentConfig::from_json(four.to_json()).tensor_parallel_size, 2);
+    QCOMPARE(four.apply_to(EngineConfig{}).pipeline_parallel_size, 2);
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(2));
+    QVERIFY2(results[0].error.isEmpty(), qPrintable(results[0].error));
+    QVERIFY2(results[1].error.isEmpty(), qPrintable(results[1].error));
+    QVERIFY(!results[0].token_ids.empty());
+    QCOMPARE(results[1].token_ids, results[0].token_ids);
+  }
+
   // The backend column: each configuration runs on its own backend ("as in Settings" when
   // none is named). A backend this machine cannot run is listed disabled with the reason; a
   // configuration naming it reports that reason as its error and the others still run. With a

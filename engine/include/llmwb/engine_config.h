@@ -40,8 +40,9 @@ SpeculativeConfig parse_speculative(const std::string& value, int k = 0);
 struct EngineConfig {
   std::string model;                 // GGUF file, Hugging Face folder, or llama2.c .bin
   std::string tokenizer;             // optional: .model (SentencePiece) or llama2.c tokenizer .bin
-  int tensor_parallel_size = 1;      // shards per layer (CUDA backend); 1 on CPU
-  int pipeline_parallel_size = 1;    // stages (CUDA backend); 1 on CPU
+  int tensor_parallel_size = 1;      // shards per layer (docs/PARALLEL.md); CPU backend
+  int pipeline_parallel_size = 1;    // layer stages (docs/PARALLEL.md); CPU backend
+  std::string dist = "threads";      // how ranks talk: "threads" (in-process) or "mpi" (mpirun)
   std::string backend = "cpu";       // "cpu" or "cuda"
   int threads = 0;                   // CPU threads; 0 = all hardware threads
   int max_model_len = 0;             // context length; 0 = the model's own

@@ -40,6 +40,17 @@ struct AttentionSnapshot {
   std::vector<float> weights;
 };
 
+// One rank of a tensor / pipeline parallel runner in one step (docs/PARALLEL.md).
+struct RankTelemetry {
+  int tp_rank = 0, pp_stage = 0;
+  double step_seconds = 0;        // the rank's whole step
+  double compute_seconds = 0;     // step - all-reduce - recv
+  double allreduce_seconds = 0;   // in the tensor-parallel all-reduces, waiting for the others included
+  double recv_seconds = 0;        // waiting for the previous pipeline stage (its bubble and the transfer)
+  uint64_t allreduce_bytes = 0;   // payload this rank all-reduced
+  uint64_t sendrecv_bytes = 0;    // residual stream received from / sent to a neighbouring stage
+};
+
 struct StepTelemetry {
   uint64_t step = 0;
   double time = 0.0;             // seconds since the engine started, at the end of the step
@@ -69,6 +80,7 @@ struct StepTelemetry {
   SpeculativeStats speculative_step, speculative_total;
   double draft_seconds = 0.0;
   double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
+  std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
 };
 
 }  // namespace llmwb

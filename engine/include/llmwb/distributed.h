@@ -1,0 +1,21 @@
+// llmwb/distributed.h — running ranks as processes: `mpirun -np N llmwb-cli generate ... --dist mpi
+// --tensor-parallel-size T --pipeline-parallel-size P` (N = T x P). Rank 0 runs the engine as
+// usual (EngineConfig::dist = "mpi"); every other process calls run_mpi_worker_process instead,
+// which serves rank 0's steps and returns when rank 0 ends.
+#pragma once
+
+#include "llmwb/engine_config.h"
+
+namespace llmwb {
+
+// Whether this build has the MPI communicator (LLMWB_MPI).
+bool mpi_built();
+// True in a process that mpirun started as a world rank other than 0 (read from the launcher's
+// environment, without starting MPI).
+bool is_mpi_worker_process();
+// Starts MPI in rank 0's process now (so that its workers are released at exit). No-op without MPI.
+void mpi_start();
+// Serves rank 0's commands with this process's rank of `config`'s model; the process exit code.
+int run_mpi_worker_process(const EngineConfig& config);
+
+}  // namespace llmwb

@@ -1,0 +1,102 @@
+#include "runner/parallel_runner.h"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include "backend/cpu/matmul.h"
+#include "llmwb/errors.h"
+#include "llmwb/tuning_config.h"
+#include "runner/host_memory.h"
+
+namespace llmwb {
+
+ParallelRunner::ParallelRunner(int tensor_parallel_size, int pipeline_parallel_size, int threads,
+                               const TuningConfig& tuning, ModelFile& file, const LlamaWeights& weights,
+                               const RunnerProgress& progress)
+    : tp_(tensor_parallel_size), pp_(pipeline_parallel_size), vocab_size_(file.config.vocab_size) {
+  const ModelConfig& c = file.config;
+  check_parallel_layout(c, tp_, pp_);
+  if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
+  const int total = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // Stages run one after the other (no micro-batches), so a stage's ranks share all the threads.
+  const int per_rank = std::max(1, total / tp_);
+  world_ = std::make_unique<ThreadGroup>(tp_ * pp_);
+  for (int p = 0; p < pp_; ++p) tp_groups_.push_back(std::make_unique<ThreadGroup>(tp_));
+  for (int p = 0; p < pp_; ++p)
+    for (int t = 0; t < tp_; ++t) {
+      const int r = p * tp_ + t;
+      if (progress && !progress(double(r) / double(tp_ * pp_), "preparing the shard of rank " + std::to_string(r)))
+        throw Error(file.path, "loading cancelled");
+      ranks_.push_back(std::make_unique<RankWorker>(c, weights, t, tp_, p, pp_, per_rank, tuning,
+                                                    tp_groups_[size_t(p)]->communicator(t), world_->communicator(r)));
+    }
+  workers_ = std::make_unique<ThreadPool>(tp_ * pp_);
+}
+
+ParallelRunner::~ParallelRunner() = default;
+
+std::string ParallelRunner::describe() const {
+  return "tp " + std::to_string(tp_) + " x pp " + std::to_string(pp_) + " ranks (in-process), each " +
+         ranks_[0]->backend_name();
+}
+
+uint64_t ParallelRunner::kv_memory_available() const { return host_available_memory_bytes(); }
+
+void ParallelRunner::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
+  for (auto& r : ranks_) r->allocate_kv(num_blocks, block_size, dtype);
+}
+
+void ParallelRunner::copy_blocks(std::span<const BlockCopy> copies) {
+  for (auto& r : ranks_) r->copy_blocks(copies);
+}
+
+void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
+                             DeviceSampled*) {
+  std::vector<std::exception_ptr> errors(ranks_.size());
+  workers_->run([&](int ith, int) {
+    RankWorker& r = *ranks_[size_t(ith)];
+    try {
+      r.run(batch, record_layer, record);
+    } catch (...) {
+      errors[size_t(ith)] = std::current_exception();
+      std::string why = "a rank failed";
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      world_->abort(why);
+      tp_groups_[size_t(r.stage())]->abort(why);
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<const RankWorker*> last;
+  for (int t = 0; t < tp_; ++t) last.push_back(ranks_[size_t((pp_ - 1) * tp_ + t)].get());
+  gather_vocab_ranges(last, batch.num_logit_rows, vocab_size_, logits);
+}
+
+void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int rows, int vocab, float* logits) {
+  for (const RankWorker* r : last_stage) {
+    const int64_t vl = r->vocab_size();
+    const float* src = r->logits().data();
+    for (int i = 0; i < rows; ++i)
+      std::copy(src + int64_t(i) * vl, src + int64_t(i + 1) * vl, logits + int64_t(i) * vocab + r->vocab_begin());
+  }
+}
+
+std::vector<RankTelemetry> ParallelRunner::rank_telemetry() const {
+  std::vector<RankTelemetry> out;
+  for (const auto& r : ranks_) out.push_back(r->last_step());
+  return out;
+}
+
+std::vector<RankStats> ParallelRunner::rank_stats() const {
+  std::vector<RankStats> out;
+  for (const auto& r : ranks_) out.push_back(r->totals());
+  return out;
+}
+
+}  // namespace llmwb
