@@ -1,28 +1,14 @@
 #include "runner/cpu_runner.h"
 
 #include <chrono>
-#include <fstream>
 
 #include "backend/cpu/matmul.h"
 #include "backend/timing_backend.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
+#include "runner/host_memory.h"
 
 namespace llmwb {
-
-namespace {
-
-uint64_t available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return 4ull << 30;
-}
-
-}  // namespace
 
 CpuRunner::CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
                      const RunnerProgress& progress) {
@@ -56,7 +42,7 @@ CpuRunner::CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, L
 
 std::string CpuRunner::describe() const { return backend_->name(); }
 
-uint64_t CpuRunner::kv_memory_available() const { return available_memory_bytes(); }
+uint64_t CpuRunner::kv_memory_available() const { return host_available_memory_bytes(); }
 
 void CpuRunner::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
   const ModelConfig& c = model_->config();
