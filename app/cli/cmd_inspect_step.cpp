@@ -2,6 +2,7 @@
 // data, llmwb/step_inspection.h): generates up to the N-th token, then asks the engine for that
 // step: the sampler's stages over the top candidates, the logit lens per layer, the token's
 // attention in every layer and head, and the time per op.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -16,7 +17,14 @@
 namespace llmwb::cli {
 namespace {
 
-nlohmann::json to_json(const StepInspection& s, const Engine& engine, int at, bool with_attention) {
+// The roofline's expectation for the recorded pass: its bytes at the read ceiling or its FLOPs at
+// the peak, whichever takes longer (0 when the ceilings are not given).
+double expected_seconds(const StepTiming& t, double read_gbps, double peak_gflops) {
+  if (read_gbps <= 0 || peak_gflops <= 0) return 0;
+  return std::max((t.weight_bytes + t.kv_bytes) / (read_gbps * 1e9), t.flops / (peak_gflops * 1e9));
+}
+
+nlohmann::json to_json(const StepInspection& s, const Engine& engine, int at, bool with_attention, double expected) {
   using nlohmann::json;
   json j;
   j["at"] = at;
@@ -74,10 +82,11 @@ nlohmann::json to_json(const StepInspection& s, const Engine& engine, int at, bo
                  {"kv_bytes", s.timing.kv_bytes},
                  {"flops", s.timing.flops},
                  {"ops", ops}};
+  if (expected > 0) j["timing"]["expected_seconds"] = expected;
   return j;
 }
 
-void print_text(const StepInspection& s, const Engine& engine, int at) {
+void print_text(const StepInspection& s, const Engine& engine, int at, double expected) {
   const SamplerTrace& t = s.sampler;
   std::printf("token %d at position %d (%s): %s, rank %d, p = %.4f%s\n", at, s.position + 1, s.runner.c_str(),
               engine.token_text(t.chosen).c_str(), t.chosen_rank, t.chosen_prob, t.greedy ? " (greedy)" : "");
@@ -103,10 +112,14 @@ void print_text(const StepInspection& s, const Engine& engine, int at) {
   }
   std::printf(" ms); reads %.2f MB of weights and %.2f MB of K/V, %.3f GFLOP\n", s.timing.weight_bytes / 1e6,
               s.timing.kv_bytes / 1e6, s.timing.flops / 1e9);
+  if (expected > 0)
+    std::printf("the roofline expects %.3f ms for those bytes and FLOPs (%.0f %% of it achieved)\n", expected * 1e3,
+                100.0 * expected / std::max(s.timing.forward_seconds, 1e-12));
 }
 
 int run_inspect_step(const std::vector<std::string>& argv) {
-  Args a(argv, join({engine_value_flags(), sampling_value_flags(), {"prompt", "at", "top", "lens-top"}}),
+  Args a(argv,
+         join({engine_value_flags(), sampling_value_flags(), {"prompt", "at", "top", "lens-top", "read-gbps", "peak-gflops"}}),
          join({engine_bool_flags(), {"json", "no-attention"}}));
   EngineConfig cfg = engine_config_from(a);
   SamplingParams params = sampling_params_from(a);
@@ -137,10 +150,12 @@ int run_inspect_step(const std::vector<std::string>& argv) {
   if (s.sampler.chosen != c.token_ids[size_t(at - 1)])
     throw Error("inspect-step", "the recorded step chose token " + std::to_string(s.sampler.chosen) +
                                     " but generation produced " + std::to_string(c.token_ids[size_t(at - 1)]));
+  const double expected =
+      expected_seconds(s.timing, a.real("read-gbps", 0, 0, 1e6), a.real("peak-gflops", 0, 0, 1e9));
   if (a.flag("json"))
-    std::cout << dump_json(to_json(s, engine, at, !a.flag("no-attention"))) << "\n";
+    std::cout << dump_json(to_json(s, engine, at, !a.flag("no-attention"), expected)) << "\n";
   else
-    print_text(s, engine, at);
+    print_text(s, engine, at, expected);
   return 0;
 }
 
@@ -150,7 +165,9 @@ const std::string kUsage = std::string("[flags]\n"
                                        "  --top N                 sampler candidates listed (default 20)\n"
                                        "  --lens-top N            tokens per layer in the logit lens (default 5)\n"
                                        "  --json                  one JSON object: candidates, logit_lens, attention, timing\n"
-                                       "  --no-attention          leave the attention weights out of the JSON\n") +
+                                       "  --no-attention          leave the attention weights out of the JSON\n"
+                                       "  --read-gbps G --peak-gflops F  the machine's ceilings (llmwb-cli roofline):\n"
+                                       "                          print the time the roofline expects for the step\n") +
                            sampling_flags_usage() + engine_flags_usage();
 CommandRegistration reg({"inspect-step", "one generated token's step seen from inside: sampler, logit lens, attention, time",
                          kUsage.c_str(), run_inspect_step});
