@@ -40,9 +40,23 @@ struct AttentionSnapshot {
   std::vector<float> weights;
 };
 
+// One interval of a rank's step, for the Parallelism view's lanes: what the rank was doing from
+// `begin` to `end` seconds after the step started (the same clock for every rank of the step).
+// Time in no span is idle (the bubble of a pipeline stage waiting for its input shows as a Recv
+// span: waiting inside the receive).
+struct RankSpan {
+  enum class Kind : uint8_t { Compute, AllReduce, Send, Recv };
+  Kind kind = Kind::Compute;
+  float begin = 0, end = 0;   // seconds since the step started
+  int micro_batch = 0;        // which micro-batch of the step (0 without micro-batches)
+  uint64_t bytes = 0;         // payload of a communication span
+};
+
 // One rank of a tensor / pipeline parallel runner in one step (docs/PARALLEL.md).
 struct RankTelemetry {
   int tp_rank = 0, pp_stage = 0;
+  int micro_batches = 1;          // the step's batch split into this many pipeline micro-batches
+  std::vector<RankSpan> spans;    // in time order; empty where the runner does not record them
   double step_seconds = 0;        // the rank's whole step
   double compute_seconds = 0;     // step - all-reduce - recv
   double allreduce_seconds = 0;   // in the tensor-parallel all-reduces, waiting for the others included
