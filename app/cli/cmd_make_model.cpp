@@ -8,7 +8,10 @@
 #include "args.h"
 #include "command.h"
 #include "llmwb/errors.h"
+#include "format/model_file.h"
 #include "model/model_maker.h"
+#include "model/model_widen.h"
+#include "quant/gguf_model_writer.h"
 #include "output_path.h"
 
 namespace llmwb::cli {
@@ -60,13 +63,51 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+// make-model --from MODEL --widen F: the trained model made F times wider, the same function
+// (model_widen.h), written as GGUF.
+int run_widen(const Args& a) {
+  for (const char* f : {"arch", "tokenizer", "dim", "layers", "heads", "kv-heads", "ffn", "vocab", "ctx", "theta",
+                        "shard-size", "family", "head-dim", "tied"})
+    if (a.has(f)) throw UsageError(std::string("--") + f + " does not go with --from (the source model sets it)");
+  if (!a.has("widen")) throw UsageError("--from needs --widen F (how many times wider)");
+  if (a.str("format", "gguf") != "gguf") throw UsageError("--format: a widened model is written as gguf");
+  WidenOptions w;
+  w.factor = static_cast<int>(a.integer("widen", 2, 1, 256));
+  w.noise = static_cast<float>(a.real("noise", 0.0, 0.0, 1.0));
+  w.seed = a.u64("seed").value_or(0);
+  const std::string dt = a.str("dtype", "f32");
+  if (!dtype_from_name(dt, &w.dtype) || (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16))
+    throw UsageError("--dtype: a widened model is f32, f16 or bf16, not '" + dt + "' (quantize it afterwards)");
+  const std::string from = a.str("from"), out = a.str("out");
+  prepare_output_file("out", out, {from}, false);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto src = load_model_file(from);
+  auto wide = widen_model(*src, w);
+  if (a.has("name")) wide->config.name = a.str("name");
+  write_model_gguf(*wide, out, "");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ModelConfig& c = wide->config;
+  const double p = static_cast<double>(model_param_count(c));
+  std::printf("wrote %s (gguf, %s, %s: %s widened %dx, dim %d, ffn %d, %d heads / %d KV heads of %d, %.2f %s parameters%s)\n",
+              out.c_str(), dtype_name(w.dtype), c.name.c_str(), from.c_str(), w.factor, c.dim, c.hidden_dim, c.n_heads,
+              c.n_kv_heads, c.head_dim, p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M",
+              w.noise > 0 ? (", noise " + std::to_string(w.noise) + " x RMS").c_str() : ", the source's function");
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(out, ec);
+  std::printf("%s in %.2f s\n", ec ? "?" : human_bytes(bytes).c_str(), secs);
+  return 0;
+}
+
 int run_make_model(const std::vector<std::string>& argv) {
   Args a(argv,
          {"arch", "dtype", "format", "seed", "out", "tokenizer", "dim", "layers", "heads", "kv-heads", "ffn", "vocab",
-          "ctx", "theta", "shard-size", "name", "family", "head-dim"},
+          "ctx", "theta", "shard-size", "name", "family", "head-dim", "from", "widen", "noise"},
          {"tied"});
-  if (!a.has("arch")) throw UsageError("--arch is required");
   if (!a.has("out")) throw UsageError("--out is required");
+  if (a.has("from")) return run_widen(a);
+  for (const char* f : {"widen", "noise"})
+    if (a.has(f)) throw UsageError(std::string("--") + f + " goes with --from MODEL");
+  if (!a.has("arch")) throw UsageError("--arch is required (or --from MODEL --widen F)");
   const std::string arch = a.str("arch");
 
   ModelMakerOptions o;
@@ -166,7 +207,11 @@ const CommandRegistration kRegistration({
     "        embedded in GGUF; a folder gets tokenizer.model, or tokenizer.json and tokenizer_config.json)\n"
     "    [--shard-size BYTES] (safetensors: shard above this size, default 2G)\n"
     "  custom shape: --dim N --layers N --heads N [--kv-heads N] --ffn N --vocab N [--ctx N] [--tied]\n"
-    "    [--family llama|qwen2|qwen3] (qwen2: Q/K/V biases; qwen3: per-head Q/K norm) [--head-dim N]",
+    "    [--family llama|qwen2|qwen3] (qwen2: Q/K/V biases; qwen3: per-head Q/K norm) [--head-dim N]\n"
+    "  or: --from MODEL --widen F --out PATH.gguf [--dtype f32|f16|bf16] [--noise R] [--seed S] [--name NAME]\n"
+    "    a trained model F times wider computing the same function (every width replicated F times, the\n"
+    "    weights that read it divided by F: F^2 times the bytes per token, docs/SPECULATIVE.md);\n"
+    "    --noise R adds normal(0, R x each matrix's RMS) so that the copies differ (default 0: exact)",
     &run_make_model,
 });
 

@@ -22,3 +22,24 @@ cli_error_test(generate_spec_too_many_layers "speculative.layers: 9 is not fewer
   ${CLI} generate --model ${S260}/stories260K.gguf --spec layers:9)
 cli_error_test(generate_spec_missing_draft "no-such-draft.gguf"
   ${CLI} generate --model ${S260}/stories260K.gguf --spec draft:no-such-draft.gguf)
+
+# stories260K made 8x wider (make-model --from --widen): the same function at 64 times the
+# matrix bytes, so its greedy story is stories260K's, and stories260K drafts for it.
+cli_test(make_model_widen "widened 8x, dim 512, ffn 1376, 64 heads / 32 KV heads of 8"
+  ${CLI} make-model --from ${S260}/stories260K.gguf --widen 8 --dtype f16 --out ${CMAKE_CURRENT_BINARY_DIR}/stories260K-x8.gguf)
+set_tests_properties(cli_make_model_widen PROPERTIES FIXTURES_SETUP wide_stories)
+cli_test(generate_widened_same_story "Once upon a time, there was a little girl named Lily"
+  ${CLI} generate --model ${CMAKE_CURRENT_BINARY_DIR}/stories260K-x8.gguf --temperature 0 --max-tokens 40)
+cli_test(generate_widened_drafted_by_its_source "\"speculative\":\\{\"acceptance_rate\":1\\.0,"
+  ${CLI} generate --model ${CMAKE_CURRENT_BINARY_DIR}/stories260K-x8.gguf --spec draft:${S260}/stories260K.gguf
+  --spec-k 4 --temperature 0 --max-tokens 40 --json)
+set_tests_properties(cli_generate_widened_same_story cli_generate_widened_drafted_by_its_source
+  PROPERTIES FIXTURES_REQUIRED wide_stories)
+cli_error_test(make_model_widen_with_arch "--arch does not go with --from"
+  ${CLI} make-model --from ${S260}/stories260K.gguf --widen 2 --arch llama-110m --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
+cli_error_test(make_model_widen_quantized "--dtype: a widened model is f32, f16 or bf16, not 'q4_0'"
+  ${CLI} make-model --from ${S260}/stories260K.gguf --widen 2 --dtype q4_0 --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
+cli_error_test(make_model_widen_zero "--widen"
+  ${CLI} make-model --from ${S260}/stories260K.gguf --widen 0 --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
+cli_error_test(make_model_noise_without_from "--noise goes with --from MODEL"
+  ${CLI} make-model --arch llama-110m --noise 0.1 --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
