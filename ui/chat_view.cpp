@@ -6,6 +6,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDesktopServices>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QGroupBox>
@@ -283,6 +284,11 @@ ChatView::ChatView(QWidget* parent)
 }
 
 ChatView::~ChatView() = default;
+
+void ChatView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) render();
+}
 
 void ChatView::build_actions() {
   // Shortcuts while the chat has focus (the window's Generate menu has Ctrl+Enter, Esc,

@@ -139,6 +139,10 @@ class ChatView : public QWidget {
   void error(const QString& message);
   void reply_finished();
 
+ protected:
+  // A theme change draws the transcript again in the new palette's colours.
+  void changeEvent(QEvent* event) override;
+
  private:
   void build_actions();
   void start_reply(int dropped_messages = 0);

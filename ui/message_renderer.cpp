@@ -9,6 +9,7 @@
 #include <QTextList>
 #include <QTextTable>
 #include <QTextFrame>
+#include <QTextLayout>
 
 #include <algorithm>
 
@@ -160,9 +161,8 @@ void MessageRenderer::write_thinking(QTextCursor& c, const ReplyParts& parts, in
       QTextCharFormat italic = muted;
       italic.setFontItalic(true);
       new_block(c, body, italic);
-      const int start = c.position();
-      c.insertText(parts.thinking + (streaming && parts.thinking_open ? QStringLiteral("▍") : QString()), italic);
-      if (marks.any()) mark_draft_text(c.document(), start, c.position(), parts.thinking, marks.shifted(parts.thinking_at));
+      insert_marked(c, parts.thinking, italic, marks.shifted(parts.thinking_at));
+      if (streaming && parts.thinking_open) c.insertText(QStringLiteral("▍"), italic);
     }
   }
 }
@@ -219,7 +219,7 @@ void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown, Ma
       tf.setBottomMargin(4);
       table->setFormat(tf);
     }
-    if (marks.any()) mark_draft_text(c.document(), start, c.position(), text, marks.shifted(text_at));
+    mark_draft_text(c.document(), start, c.position(), text, marks.shifted(text_at));
     text.clear();
   };
   for (qsizetype i = 0; i < lines.size(); line_at += lines[i].size() + 1, ++i) {
@@ -246,35 +246,50 @@ void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown, Ma
   flush_text();
 }
 
-void MessageRenderer::mark_draft_text(QTextDocument* doc, int from, int to, const QString& source,
-                                      Marks marks) const {
-  if (!marks.any() || from >= to || source.isEmpty()) return;
-  const TextSpans& spans = *marks.spans;
-  // The first span that ends inside or after `source`; none: nothing of it is marked.
-  auto span = std::lower_bound(spans.begin(), spans.end(), marks.at + 1,
-                               [](const std::pair<int, int>& s, qsizetype at) { return s.second < at; });
-  if (span == spans.end() || span->first >= marks.at + source.size()) return;
+QTextCharFormat MessageRenderer::draft_format() const {
   QTextCharFormat mark;
   mark.setBackground(style_.draft_background);
   mark.setProperty(kDraftProperty, true);
   mark.setToolTip(QObject::tr("Accepted draft token (speculative decoding)"));
+  return mark;
+}
+
+void MessageRenderer::insert_marked(QTextCursor& c, const QString& text, const QTextCharFormat& format,
+                                    Marks marks) const {
+  const int start = c.position();
+  c.insertText(text, format);
+  mark_draft_text(c.document(), start, c.position(), text, marks);
+}
+
+void MessageRenderer::mark_draft_text(QTextDocument* doc, int from, int to, const QString& source,
+                                      Marks marks) const {
+  if (!marks.spans || from >= to) return;
+  const TextSpans& spans = *marks.spans;
+  // The first span that ends inside or after `source`.
+  auto span = std::lower_bound(spans.begin(), spans.end(), marks.at + 1,
+                               [](const std::pair<int, int>& s, qsizetype at) { return s.second < at; });
+  const QTextCharFormat mark = draft_format();
   // Markup the renderer drops (emphasis, link targets, list markers) is skipped over; a rendered
   // character not found this far ahead (a list number, the streaming cursor) is left unmarked.
   constexpr qsizetype kLookahead = 512;
   qsizetype next = 0;  // the source character the next rendered one is looked for from
-  QTextCursor cursor(doc);
+  // The marks are the block layouts' additional formats (what QSyntaxHighlighter uses): drawn
+  // over the text's own formats without splitting the document's fragments, so that a block
+  // costs no more to lay out for them, and copying or exporting the text takes none of them.
+  QList<QTextLayout::FormatRange> ranges;
+  int block_at = 0;
   int run = -1;  // where the marked run being collected began
   auto end_run = [&](int at) {
     if (run < 0) return;
-    cursor.setPosition(run);
-    cursor.setPosition(at, QTextCursor::KeepAnchor);
-    cursor.mergeCharFormat(mark);
+    ranges.append({run - block_at, at - run, mark});
     run = -1;
   };
-  for (QTextBlock b = doc->findBlock(from); b.isValid() && b.position() < to && span != spans.end(); b = b.next()) {
+  // The blocks were just written: a block the renderer reused (an empty one left by a cut) may
+  // still have the marks of what was written there before, and loses them.
+  for (QTextBlock b = doc->findBlock(from); b.isValid() && b.position() < to; b = b.next()) {
     const QString t = b.text();
-    const int block_at = b.position();
-    for (int k = std::max(0, from - block_at); k < t.size() && block_at + k < to; ++k) {
+    block_at = b.position();
+    for (int k = std::max(0, from - block_at); k < t.size() && block_at + k < to && span != spans.end(); ++k) {
       const QChar ch = t[k] == QChar::LineSeparator ? QChar('\n') : t[k];
       const qsizetype limit = std::min(source.size(), next + kLookahead);
       qsizetype found = next;
@@ -289,9 +304,12 @@ void MessageRenderer::mark_draft_text(QTextDocument* doc, int from, int to, cons
       if (marked && run < 0) run = block_at + k;
       else if (!marked) end_run(block_at + k);
     }
-    end_run(block_at + int(t.size()));
+    end_run(std::min(block_at + int(t.size()), to));
+    QTextLayout* layout = b.layout();
+    if (ranges.isEmpty() && layout->formats().isEmpty()) continue;
+    layout->setFormats(ranges);  // lays the block out again
+    ranges.clear();
   }
-  end_run(to);
 }
 
 void MessageRenderer::write_code(QTextCursor& c, const QString& language, const QString& code, Marks marks) {
@@ -324,9 +342,7 @@ void MessageRenderer::write_code(QTextCursor& c, const QString& language, const 
   mono.setFontFixedPitch(true);
   mono.setForeground(style_.text);
   c.setBlockCharFormat(mono);
-  const int start = c.position();
-  c.insertText(code, mono);
-  if (marks.any()) mark_draft_text(c.document(), start, c.position(), code, marks);
+  insert_marked(c, code, mono, marks);
   c.movePosition(QTextCursor::End);  // out of the frame, into the block after it
 }
 

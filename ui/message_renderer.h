@@ -15,6 +15,7 @@
 
 #include "message_stats.h"
 
+class QTextCharFormat;
 class QTextCursor;
 class QTextDocument;
 
@@ -54,7 +55,8 @@ class MessageRenderer {
     QColor draft_background;  // behind the text of accepted draft tokens
     QFont base, mono;
   };
-  // Text marked as an accepted draft token carries this property (true) besides its background.
+  // A mark is a block layout's additional format (QTextLayout::formats()) with this property
+  // (true) and the draft background; the document's own character formats stay as written.
   static constexpr int kDraftProperty = 0x100000 + 21;  // QTextFormat::UserProperty + 21
   using Marks = DraftMarks;
   explicit MessageRenderer(Style style) : style_(std::move(style)) {}
@@ -99,6 +101,10 @@ class MessageRenderer {
 
  private:
   void write_code(QTextCursor& c, const QString& language, const QString& code, Marks marks);
+  // The format drawn over marked text.
+  QTextCharFormat draft_format() const;
+  // Inserts plain `text` in `format` and marks its parts inside `marks`.
+  void insert_marked(QTextCursor& c, const QString& text, const QTextCharFormat& format, Marks marks) const;
 
   Style style_;
   QStringList code_;

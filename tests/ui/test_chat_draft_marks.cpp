@@ -13,6 +13,7 @@
 #include <QTextBrowser>
 #include <QTextCursor>
 #include <QTextDocument>
+#include <QTextLayout>
 
 #include "app_settings.h"
 #include "chat_view.h"
@@ -25,7 +26,16 @@ using namespace llmwb;
 
 namespace {
 
-bool is_marked(const QTextCharFormat& f) { return f.property(ui::MessageRenderer::kDraftProperty).toBool(); }
+// Which characters of block `b` are marked (its layout's additional formats), and the colour.
+std::vector<bool> marks_of(const QTextBlock& b, QColor* color = nullptr) {
+  std::vector<bool> m(size_t(std::max(0, b.length())), false);
+  for (const QTextLayout::FormatRange& r : b.layout()->formats()) {
+    if (!r.format.property(ui::MessageRenderer::kDraftProperty).toBool()) continue;
+    if (color) *color = r.format.background().color();
+    for (int i = r.start; i < r.start + r.length && i < int(m.size()); ++i) m[size_t(i)] = true;
+  }
+  return m;
+}
 
 // The non-space characters of `text` and, one per character, '^' where it is marked, '.' where not.
 struct Masked {
@@ -42,10 +52,9 @@ struct Masked {
 Masked masked_blocks(QTextBlock first, const QTextBlock& last) {
   Masked m;
   for (QTextBlock b = first; b.isValid(); b = b.next()) {
-    for (auto it = b.begin(); !it.atEnd(); ++it) {
-      const QTextFragment f = it.fragment();
-      for (QChar c : f.text()) m.add(c, is_marked(f.charFormat()));
-    }
+    const std::vector<bool> marked = marks_of(b);
+    const QString t = b.text();
+    for (qsizetype i = 0; i < t.size(); ++i) m.add(t[i], marked[size_t(i)]);
     if (b == last) break;
   }
   return m;
@@ -64,20 +73,21 @@ Masked last_reply(const QTextDocument* doc) {
 
 int marked_chars(const QTextDocument* doc) {
   int n = 0;
-  for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
-    for (auto it = b.begin(); !it.atEnd(); ++it)
-      if (is_marked(it.fragment().charFormat())) n += it.fragment().length();
+  for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+    const std::vector<bool> marked = marks_of(b);
+    n += int(std::count(marked.begin(), marked.end(), true));
+  }
   return n;
 }
 
-// What a renderer writes for `reply` with `spans` marked, as marked runs ("|" between runs).
-QString rendered_marks(const QString& reply, const ui::TextSpans& spans, bool expanded) {
-  QTextDocument doc;
-  QTextCursor c(&doc);
+ui::MessageRenderer::Style test_style() {
   ui::MessageRenderer::Style style;
   style.draft_background = QColor("#cfe2f7");
-  ui::MessageRenderer r(style);
-  r.write_reply(c, reply, 0, 3, expanded, false, {&spans, 0});
+  return style;
+}
+
+// The marked runs of a document ("|" between runs).
+QString marked_runs(const QTextDocument& doc) {
   QStringList runs;
   QString run;
   auto end_run = [&] {
@@ -85,14 +95,24 @@ QString rendered_marks(const QString& reply, const ui::TextSpans& spans, bool ex
     run.clear();
   };
   for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
-    for (auto it = b.begin(); !it.atEnd(); ++it) {
-      const QTextFragment f = it.fragment();
-      if (is_marked(f.charFormat())) run += f.text();
+    const std::vector<bool> marked = marks_of(b);
+    const QString t = b.text();
+    for (qsizetype i = 0; i < t.size(); ++i) {
+      if (marked[size_t(i)]) run += t[i];
       else end_run();
     }
     end_run();  // a run ends with its block
   }
   return runs.join('|');
+}
+
+// What a renderer writes for `reply` with `spans` marked, as marked runs.
+QString rendered_marks(const QString& reply, const ui::TextSpans& spans, bool expanded) {
+  QTextDocument doc;
+  QTextCursor c(&doc);
+  ui::MessageRenderer r(test_style());
+  r.write_reply(c, reply, 0, 3, expanded, false, {&spans, 0});
+  return marked_runs(doc);
 }
 
 }  // namespace
@@ -196,15 +216,18 @@ class TestChatDraftMarks : public QObject {
     QCOMPARE(shown.chars, expected.chars);
     QCOMPARE(shown.mask, expected.mask);
     QCOMPARE(shown.marked(), expected.marked());
-    // A tinted background, not the page's.
-    for (QTextBlock b = transcript()->begin(); b.isValid(); b = b.next())
+    // A tinted background, not the page's; the document's own formats carry no mark (copying
+    // and exporting the text take none).
+    for (QTextBlock b = transcript()->begin(); b.isValid(); b = b.next()) {
+      QColor bg;
+      marks_of(b, &bg);
+      if (bg.isValid()) {
+        QVERIFY(bg != chat()->transcript()->palette().color(QPalette::Base));
+        QVERIFY2(bg.blue() > bg.red(), qPrintable(bg.name()));
+      }
       for (auto it = b.begin(); !it.atEnd(); ++it)
-        if (is_marked(it.fragment().charFormat())) {
-          const QColor bg = it.fragment().charFormat().background().color();
-          QVERIFY(it.fragment().charFormat().background().style() != Qt::NoBrush);
-          QVERIFY(bg != chat()->transcript()->palette().color(QPalette::Base));
-          QVERIFY2(bg.blue() > bg.red(), qPrintable(bg.name()));
-        }
+        QVERIFY(!it.fragment().charFormat().hasProperty(ui::MessageRenderer::kDraftProperty));
+    }
   }
 
   void toggling_off_removes_the_marks_and_on_brings_them_back() {
@@ -236,6 +259,27 @@ class TestChatDraftMarks : public QObject {
     const Masked again = last_reply(transcript());
     QCOMPARE(again.chars, shown.chars);
     QCOMPARE(again.mask, shown.mask);
+  }
+
+  void the_marks_follow_the_theme() {
+    auto mark_color = [this] {
+      QColor color;
+      for (QTextBlock b = transcript()->begin(); b.isValid() && !color.isValid(); b = b.next()) marks_of(b, &color);
+      return color;
+    };
+    ui::AppSettings s = bench_->window().settings();
+    const QString theme = s.theme;
+    s.theme = "light";
+    bench_->window().set_settings(s);
+    QVERIFY(QTest::qWaitFor([&] { return mark_color().isValid() && mark_color().lightness() > 160; }, 5000));
+    s.theme = "dark";
+    bench_->window().set_settings(s);
+    (void)QTest::qWaitFor([&] { return mark_color().lightness() < 110; }, 5000);
+    const QColor dark = mark_color();
+    QVERIFY2(dark.isValid() && dark.lightness() < 110, qPrintable(dark.name()));
+    QVERIFY2(dark.blue() > dark.red(), qPrintable(dark.name()));
+    s.theme = theme;
+    bench_->window().set_settings(s);
   }
 
   void the_reply_is_marked_while_it_streams() {
@@ -285,6 +329,23 @@ class TestChatDraftMarks : public QObject {
     const QString two = "Hello **bold** end\n\nnext line";
     const ui::TextSpans over{{6, 14}, {15, 24}};
     QCOMPARE(rendered_marks(two, over, false), QString("bold|end|next"));
+    // The streaming rewrite cuts the growing block and writes it again into the block left
+    // empty: the marks are the new text's, none left from before.
+    QTextDocument doc;
+    QTextCursor c(&doc);
+    ui::MessageRenderer r(test_style());
+    const ui::TextSpans first{{0, 5}}, then{{6, 11}};
+    r.write_markdown(c, "Hello", {&first, 0});
+    QCOMPARE(marked_runs(doc), QString("Hello"));
+    c.select(QTextCursor::Document);
+    c.removeSelectedText();
+    r.write_markdown(c, "Hello world", {&then, 0});
+    QCOMPARE(marked_runs(doc), QString("world"));
+    c.select(QTextCursor::Document);
+    c.removeSelectedText();
+    const ui::TextSpans later{{20, 25}};
+    r.write_markdown(c, "Hello world", {&later, 0});  // nothing of it marked
+    QCOMPARE(marked_runs(doc), QString());
   }
 
   void older_files_load_and_malformed_spans_are_refused_naming_the_field() {
