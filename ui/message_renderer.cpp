@@ -250,7 +250,6 @@ QTextCharFormat MessageRenderer::draft_format() const {
   QTextCharFormat mark;
   mark.setBackground(style_.draft_background);
   mark.setProperty(kDraftProperty, true);
-  mark.setToolTip(QObject::tr("Accepted draft token (speculative decoding)"));
   return mark;
 }
 
