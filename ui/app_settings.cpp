@@ -80,4 +80,8 @@ void AppSettings::add_recent_model(const QString& path) {
   QSettings().setValue("recent_models", list);
 }
 
+bool AppSettings::show_draft_tokens() { return QSettings().value("view/show_draft_tokens", true).toBool(); }
+
+void AppSettings::set_show_draft_tokens(bool on) { QSettings().setValue("view/show_draft_tokens", on); }
+
 }  // namespace llmwb::ui

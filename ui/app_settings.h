@@ -36,6 +36,10 @@ struct AppSettings {
   // thread never holds up a parallel step at its barrier while it paints.
   static int automatic_threads();
   static void add_recent_model(const QString& path);
+  // The chat marks the text of accepted draft tokens (speculative decoding); on unless turned
+  // off. Kept apart from the engine settings above: the chat's toggle writes it at once.
+  static bool show_draft_tokens();
+  static void set_show_draft_tokens(bool on);
 };
 
 }  // namespace llmwb::ui

@@ -6,6 +6,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDesktopServices>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QGroupBox>
@@ -29,6 +30,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "app_settings.h"
 #include "frame_pacer.h"
 #include "model_defaults.h"
 #include "sampling_params_editor.h"
@@ -49,6 +51,7 @@ ChatView::ChatView(QWidget* parent)
       list_(new QListWidget(this)),
       format_(new QComboBox(this)),
       thinking_(new QCheckBox(tr("Enable thinking"), this)),
+      show_drafts_(new QCheckBox(tr("Show accepted draft tokens"), this)),
       template_label_(new QLabel(this)),
       system_(new QLineEdit(this)),
       transcript_(new QTextBrowser(this)),
@@ -88,6 +91,10 @@ ChatView::ChatView(QWidget* parent)
   list_->setObjectName("conversation_list");
   thinking_->setObjectName("enable_thinking");
   thinking_->setChecked(QSettings().value("chat/enable_thinking", true).toBool());
+  show_drafts_->setObjectName("show_draft_tokens");
+  show_drafts_->setToolTip(tr("With speculative decoding on (Settings), the text of the draft model's guesses that "
+                              "the model accepted is shown on a blue background, as it streams and in saved replies"));
+  show_drafts_->setChecked(AppSettings::show_draft_tokens());
   context_bar_->setObjectName("context_meter");
   context_bar_->setTextVisible(false);
   context_bar_->setMaximumHeight(8);
@@ -134,6 +141,7 @@ ChatView::ChatView(QWidget* parent)
   top->addWidget(format_);
   top->addWidget(thinking_);
   top->addWidget(system_, 1);
+  top->addWidget(show_drafts_);
   center_layout->addLayout(top);
   center_layout->addWidget(template_label_);
   center_layout->addWidget(transcript_, 1);
@@ -241,6 +249,10 @@ ChatView::ChatView(QWidget* parent)
     QSettings().setValue("chat/enable_thinking", on);
     request_count();
   });
+  connect(show_drafts_, &QCheckBox::toggled, this, [this](bool on) {
+    AppSettings::set_show_draft_tokens(on);
+    render();
+  });
   connect(auto_truncate_, &QCheckBox::toggled, this, [this](bool on) {
     QSettings().setValue("chat/auto_truncate", on);
     update_meter();
@@ -272,6 +284,11 @@ ChatView::ChatView(QWidget* parent)
 }
 
 ChatView::~ChatView() = default;
+
+void ChatView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) render();
+}
 
 void ChatView::build_actions() {
   // Shortcuts while the chat has focus (the window's Generate menu has Ctrl+Enter, Esc,
@@ -581,6 +598,7 @@ void ChatView::start_reply(int dropped_messages) {
   paused_ = false;
   streaming_.clear();
   stream_thinking_tokens_ = 0;
+  stream_draft_spans_.clear();
   last_error_.clear();
   render();
   update_buttons();
@@ -708,6 +726,7 @@ void ChatView::rename_conversation(const QString& id, const QString& title) {
 void ChatView::on_delta(const TokenDelta& d) {
   if (d.ticket != ticket_ || ticket_ == 0) return;
   const QString piece = QString::fromStdString(d.text);
+  for (const auto& [start, end] : d.draft_spans) append_span(stream_draft_spans_, start, end);
   const bool thinking_before = split_thinking(streaming_).thinking_open || streaming_.trimmed().isEmpty();
   streaming_ += piece;
   const ReplyParts now = split_thinking(streaming_);
@@ -737,8 +756,12 @@ void ChatView::on_delta(const TokenDelta& d) {
   } else {
     // Stop strings are removed by the engine; the leading space a template leaves is not content.
     QString reply = QString::fromStdString(d.final_text);
-    if (reply.startsWith(' ')) reply.remove(0, 1);
+    const int cut = reply.startsWith(' ') ? 1 : 0;
+    reply.remove(0, cut);
     MessageStats stats;
+    // The accepted draft tokens' text, where it is in the reply as kept.
+    for (const auto& [start, end] : stream_draft_spans_)
+      append_span(stats.draft_spans, std::max(0, start - cut), std::min(int(reply.size()), end - cut));
     stats.prompt_tokens = d.num_prompt_tokens;
     stats.output_tokens = d.num_output_tokens;
     stats.thinking_tokens = split_thinking(reply).has_thinking ? std::min(stream_thinking_tokens_, d.num_output_tokens) : 0;
@@ -748,11 +771,13 @@ void ChatView::on_delta(const TokenDelta& d) {
     stats.config = running_config_;
     stats.dropped_turns = dropped_messages_ / 2;
     stats.draft_tokens = int(d.speculative.accepted);
+    stats.drafted_tokens = int(d.speculative.drafted);
     stats.mean_acceptance_length = d.speculative.mean_acceptance_length();
     conversation_.append({"assistant", reply.toStdString()}, stats);
     persist();
   }
   streaming_.clear();
+  stream_draft_spans_.clear();
   render();
   update_buttons();
   request_count();
@@ -771,10 +796,21 @@ MessageRenderer::Style ChatView::render_style() const {
   const bool dark = p.color(QPalette::Base).lightness() < 128;
   s.code_background = dark ? p.color(QPalette::Base).lighter(130) : QColor("#f5f6f8");
   s.code_border = dark ? p.color(QPalette::Base).lighter(170) : QColor("#dfe2e6");
+  // The Completion view's draft colour (TokenChipsView::kDraftColor) as a tint of the page.
+  const QColor base = p.color(QPalette::Base), blue(0x1e, 0x88, 0xe5);
+  const double tint = dark ? 0.45 : 0.22;
+  s.draft_background = QColor::fromRgbF(float(base.redF() + (blue.redF() - base.redF()) * tint),
+                                        float(base.greenF() + (blue.greenF() - base.greenF()) * tint),
+                                        float(base.blueF() + (blue.blueF() - base.blueF()) * tint));
   s.base = transcript_->font();
   s.mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
   s.mono.setPointSizeF(s.base.pointSizeF() * 0.95);
   return s;
+}
+
+MessageRenderer::Marks ChatView::marks_for(const TextSpans& spans) const {
+  if (!show_drafts_->isChecked() || spans.empty()) return {};
+  return {&spans, 0};
 }
 
 void ChatView::render() {
@@ -799,7 +835,8 @@ void ChatView::render() {
     }
     const MessageStats& s = conversation_.stats_at(i);
     const int node = i < conversation_.path.size() ? conversation_.path[i] : -1;
-    renderer_.write_reply(c, text, int(i), s.thinking_tokens, expanded_thinking_.count(node) > 0, false);
+    renderer_.write_reply(c, text, int(i), s.thinking_tokens, expanded_thinking_.count(node) > 0, false,
+                          marks_for(s.draft_spans));
     if (!s.empty()) renderer_.write_footer(c, s.footer());
   }
   stream_start_ = -1;
@@ -809,7 +846,8 @@ void ChatView::render() {
     stream_start_ = c.position();
     stream_code_start_ = renderer_.code_blocks().size();
     stream_kept_pos_ = -1;
-    renderer_.write_reply(c, streaming_, int(conversation_.messages.size()), stream_thinking_tokens_, false, true);
+    renderer_.write_reply(c, streaming_, int(conversation_.messages.size()), stream_thinking_tokens_, false, true,
+                          marks_for(stream_draft_spans_));
   }
   if (at_end) bar->setValue(bar->maximum());
 }
@@ -839,19 +877,20 @@ void ChatView::update_stream() {
   };
   const int message = int(conversation_.messages.size());
   const ReplyParts parts = split_thinking(streaming_);
+  const MessageRenderer::Marks marks = marks_for(stream_draft_spans_);
   c.beginEditBlock();
   if (parts.thinking_open) {
     // Reasoning streams as plain text under its header: the reply is written again whole.
     cut_from(stream_start_);
     renderer_.truncate_code_blocks(stream_code_start_);
-    renderer_.write_reply(c, streaming_, message, stream_thinking_tokens_, false, true);
+    renderer_.write_reply(c, streaming_, message, stream_thinking_tokens_, false, true, marks);
     stream_kept_pos_ = -1;
   } else {
     if (stream_kept_pos_ < 0) {
       // The thinking block (if any) is final now: written once, kept.
       cut_from(stream_start_);
       renderer_.truncate_code_blocks(stream_code_start_);
-      renderer_.write_thinking(c, parts, message, stream_thinking_tokens_, false, true);
+      renderer_.write_thinking(c, parts, message, stream_thinking_tokens_, false, true, marks);
       stream_kept_chars_ = 0;
       keep_here();
     }
@@ -860,12 +899,15 @@ void ChatView::update_stream() {
     cut_from(stream_kept_pos_);
     renderer_.truncate_code_blocks(stream_kept_code_);
     const qsizetype stable = MessageRenderer::stable_prefix(parts.answer, stream_kept_chars_);
+    const MessageRenderer::Marks answer = marks.shifted(parts.answer_at);
     if (stable > stream_kept_chars_) {
-      renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_, stable - stream_kept_chars_));
+      renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_, stable - stream_kept_chars_),
+                               answer.shifted(stream_kept_chars_));
       stream_kept_chars_ = stable;
       keep_here();
     }
-    renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_) + QStringLiteral("▍"));
+    renderer_.write_markdown(c, parts.answer.mid(stream_kept_chars_) + QStringLiteral("▍"),
+                             answer.shifted(stream_kept_chars_));
   }
   c.endEditBlock();
   if (at_end) bar->setValue(bar->maximum());

@@ -59,6 +59,10 @@ class ChatView : public QWidget {
   QComboBox* format_box() const { return format_; }
   // "Enable thinking": shown only where the format has the switch (Qwen3).
   QCheckBox* thinking_box() const { return thinking_; }
+  // "Show accepted draft tokens": the text of draft guesses the model accepted (speculative
+  // decoding) on a tinted background, in replies as they stream and as saved
+  // (AppSettings::show_draft_tokens).
+  QCheckBox* draft_marks_box() const { return show_drafts_; }
   // Which template the chat uses, or the message that the model's is not recognised.
   QLabel* template_label() const { return template_label_; }
   SamplingParamsEditor* sampling() const { return sampling_; }
@@ -135,6 +139,10 @@ class ChatView : public QWidget {
   void error(const QString& message);
   void reply_finished();
 
+ protected:
+  // A theme change draws the transcript again in the new palette's colours.
+  void changeEvent(QEvent* event) override;
+
  private:
   void build_actions();
   void start_reply(int dropped_messages = 0);
@@ -142,6 +150,8 @@ class ChatView : public QWidget {
   // Writes the streaming reply again (alone) at the end of the transcript.
   void update_stream();
   MessageRenderer::Style render_style() const;
+  // The accepted draft tokens' text of a reply to mark (none while the toggle is off).
+  MessageRenderer::Marks marks_for(const TextSpans& spans) const;
   void on_link(const QUrl& url);
   void persist();
   void reload_list();
@@ -170,6 +180,7 @@ class ChatView : public QWidget {
   QListWidget* list_;
   QComboBox* format_;
   QCheckBox* thinking_;
+  QCheckBox* show_drafts_;
   QLabel* template_label_;
   QLineEdit* system_;
   QTextBrowser* transcript_;
@@ -198,6 +209,7 @@ class ChatView : public QWidget {
   quint64 ticket_ = 0;
   QString streaming_;  // the reply being generated
   int stream_thinking_tokens_ = 0;
+  TextSpans stream_draft_spans_;  // the accepted draft tokens' text in streaming_
   int stream_start_ = -1;  // where the streaming reply begins in the transcript, -1: not shown
   qsizetype stream_code_start_ = 0;
   // The part of the streaming answer that is final (complete Markdown blocks): its length in

@@ -187,6 +187,9 @@ Conversation Conversation::from_json(const QJsonObject& o, const QString& where)
       throw Error(w, "node " + std::to_string(i) + ": 'parent' must name an earlier node");
     if (node.active_child < -1 || node.active_child >= int(tree.size()))
       throw Error(w, "node " + std::to_string(i) + ": 'active_child' out of range");
+    if (!valid_spans(node.stats.draft_spans, QString::fromStdString(node.message.content).size()))
+      throw Error(w, "node " + std::to_string(i) + ": 'stats.draft_spans' must be ascending, disjoint "
+                     "[start, end] pairs inside the message's content");
     c.nodes.push_back(node);
   }
   for (const auto& v : o.value("path").toArray()) {

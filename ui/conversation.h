@@ -55,7 +55,8 @@ struct Conversation {
 
   QJsonObject to_json() const;
   // Throws llmwb::Error(where, what) for a malformed document. Version 1 files (a list of
-  // messages, no branches) load as one branch.
+  // messages, no branches) load as one branch. A node's stats may hold "draft_spans" (the
+  // accepted draft tokens' text; optional, so that files without it load as before).
   static Conversation from_json(const QJsonObject& o, const QString& where);
   // The active path, each reply with its footer.
   QString to_markdown() const;

@@ -1,6 +1,7 @@
 #include "message_renderer.h"
 
 #include <QRegularExpression>
+#include <QTextCharFormat>
 #include <QTextBlock>
 #include <QTextCursor>
 #include <QTextDocument>
@@ -8,6 +9,9 @@
 #include <QTextList>
 #include <QTextTable>
 #include <QTextFrame>
+#include <QTextLayout>
+
+#include <algorithm>
 
 namespace llmwb::ui {
 
@@ -22,14 +26,21 @@ ReplyParts split_thinking(const QString& reply) {
   }
   p.has_thinking = true;
   const qsizetype from = opens ? start + 7 : 0;  // the prompt may already hold "<think>"
+  const QString raw = close < 0 || close < from ? reply.mid(from) : reply.mid(from, close - from);
+  p.thinking = raw.trimmed();
+  qsizetype lead = 0;
+  while (lead < raw.size() && raw[lead].isSpace()) ++lead;
+  p.thinking_at = from + (p.thinking.isEmpty() ? 0 : lead);
   if (close < 0 || close < from) {
     p.thinking_open = true;
-    p.thinking = reply.mid(from).trimmed();
     return p;
   }
-  p.thinking = reply.mid(from, close - from).trimmed();
   p.answer = reply.mid(close + 8);
-  while (p.answer.startsWith('\n')) p.answer.remove(0, 1);
+  p.answer_at = close + 8;
+  while (p.answer.startsWith('\n')) {
+    p.answer.remove(0, 1);
+    ++p.answer_at;
+  }
   return p;
 }
 
@@ -103,11 +114,11 @@ void MessageRenderer::write_user_text(QTextCursor& c, const QString& text) const
 }
 
 void MessageRenderer::write_reply(QTextCursor& c, const QString& reply, int message, int thinking_tokens,
-                                  bool expanded, bool streaming) {
+                                  bool expanded, bool streaming, Marks marks) {
   const ReplyParts parts = split_thinking(reply);
-  write_thinking(c, parts, message, thinking_tokens, expanded, streaming);
+  write_thinking(c, parts, message, thinking_tokens, expanded, streaming, marks);
   if (parts.has_thinking && streaming && parts.thinking_open) return;
-  write_markdown(c, parts.answer + (streaming ? QStringLiteral("▍") : QString()));
+  write_markdown(c, parts.answer + (streaming ? QStringLiteral("▍") : QString()), marks.shifted(parts.answer_at));
 }
 
 qsizetype MessageRenderer::stable_prefix(const QString& markdown, qsizetype from) {
@@ -131,7 +142,7 @@ qsizetype MessageRenderer::stable_prefix(const QString& markdown, qsizetype from
 }
 
 void MessageRenderer::write_thinking(QTextCursor& c, const ReplyParts& parts, int message, int thinking_tokens,
-                                     bool expanded, bool streaming) const {
+                                     bool expanded, bool streaming, Marks marks) const {
   if (parts.has_thinking) {
     QTextBlockFormat b;
     b.setTopMargin(4);
@@ -150,15 +161,18 @@ void MessageRenderer::write_thinking(QTextCursor& c, const ReplyParts& parts, in
       QTextCharFormat italic = muted;
       italic.setFontItalic(true);
       new_block(c, body, italic);
-      c.insertText(parts.thinking + (streaming && parts.thinking_open ? QStringLiteral("▍") : QString()), italic);
+      insert_marked(c, parts.thinking, italic, marks.shifted(parts.thinking_at));
+      if (streaming && parts.thinking_open) c.insertText(QStringLiteral("▍"), italic);
     }
   }
 }
 
-void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown) {
+void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown, Marks marks) {
   static const QRegularExpression fence(QStringLiteral("^ {0,3}(`{3,}|~{3,})\\s*([^`\\s]*)"));
   const QStringList lines = markdown.split('\n');
   QString text;
+  qsizetype text_at = 0;  // where `text` begins in `markdown`
+  qsizetype line_at = 0;  // where line i begins
   auto flush_text = [&] {
     if (text.trimmed().isEmpty()) {
       text.clear();
@@ -205,30 +219,99 @@ void MessageRenderer::write_markdown(QTextCursor& c, const QString& markdown) {
       tf.setBottomMargin(4);
       table->setFormat(tf);
     }
+    mark_draft_text(c.document(), start, c.position(), text, marks.shifted(text_at));
     text.clear();
   };
-  for (qsizetype i = 0; i < lines.size(); ++i) {
+  for (qsizetype i = 0; i < lines.size(); line_at += lines[i].size() + 1, ++i) {
     const QRegularExpressionMatch open = fence.match(lines[i]);
     if (!open.hasMatch()) {
+      if (text.isEmpty()) text_at = line_at;
       text += lines[i] + '\n';
       continue;
     }
     flush_text();
     const QString marker = open.captured(1);
     QStringList code;
+    const qsizetype code_at = line_at + lines[i].size() + 1;
     qsizetype j = i + 1;
     for (; j < lines.size(); ++j) {
       const QString t = lines[j].trimmed();
       if (t.startsWith(marker) && t.count(marker[0]) == t.size()) break;
       code << lines[j];
     }
-    write_code(c, open.captured(2), code.join('\n'));
-    i = j;  // past the closing fence (or the end: a block still streaming)
+    write_code(c, open.captured(2), code.join('\n'), marks.shifted(code_at));
+    // Past the closing fence (or the end: a block still streaming).
+    for (; i < j && i + 1 < lines.size(); ++i) line_at += lines[i].size() + 1;
   }
   flush_text();
 }
 
-void MessageRenderer::write_code(QTextCursor& c, const QString& language, const QString& code) {
+QTextCharFormat MessageRenderer::draft_format() const {
+  QTextCharFormat mark;
+  mark.setBackground(style_.draft_background);
+  mark.setProperty(kDraftProperty, true);
+  return mark;
+}
+
+void MessageRenderer::insert_marked(QTextCursor& c, const QString& text, const QTextCharFormat& format,
+                                    Marks marks) const {
+  const int start = c.position();
+  c.insertText(text, format);
+  mark_draft_text(c.document(), start, c.position(), text, marks);
+}
+
+void MessageRenderer::mark_draft_text(QTextDocument* doc, int from, int to, const QString& source,
+                                      Marks marks) const {
+  if (!marks.spans || from >= to) return;
+  const TextSpans& spans = *marks.spans;
+  // The first span that ends inside or after `source`.
+  auto span = std::lower_bound(spans.begin(), spans.end(), marks.at + 1,
+                               [](const std::pair<int, int>& s, qsizetype at) { return s.second < at; });
+  const QTextCharFormat mark = draft_format();
+  // Markup the renderer drops (emphasis, link targets, list markers) is skipped over; a rendered
+  // character not found this far ahead (a list number, the streaming cursor) is left unmarked.
+  constexpr qsizetype kLookahead = 512;
+  qsizetype next = 0;  // the source character the next rendered one is looked for from
+  // The marks are the block layouts' additional formats (what QSyntaxHighlighter uses): drawn
+  // over the text's own formats without splitting the document's fragments, so that a block
+  // costs no more to lay out for them, and copying or exporting the text takes none of them.
+  QList<QTextLayout::FormatRange> ranges;
+  int block_at = 0;
+  int run = -1;  // where the marked run being collected began
+  auto end_run = [&](int at) {
+    if (run < 0) return;
+    ranges.append({run - block_at, at - run, mark});
+    run = -1;
+  };
+  // The blocks were just written: a block the renderer reused (an empty one left by a cut) may
+  // still have the marks of what was written there before, and loses them.
+  for (QTextBlock b = doc->findBlock(from); b.isValid() && b.position() < to; b = b.next()) {
+    const QString t = b.text();
+    block_at = b.position();
+    for (int k = std::max(0, from - block_at); k < t.size() && block_at + k < to && span != spans.end(); ++k) {
+      const QChar ch = t[k] == QChar::LineSeparator ? QChar('\n') : t[k];
+      const qsizetype limit = std::min(source.size(), next + kLookahead);
+      qsizetype found = next;
+      while (found < limit && source[found] != ch) ++found;
+      bool marked = false;
+      if (found < limit) {
+        next = found + 1;
+        const qsizetype at = marks.at + found;
+        while (span != spans.end() && span->second <= at) ++span;
+        marked = span != spans.end() && span->first <= at;
+      }
+      if (marked && run < 0) run = block_at + k;
+      else if (!marked) end_run(block_at + k);
+    }
+    end_run(std::min(block_at + int(t.size()), to));
+    QTextLayout* layout = b.layout();
+    if (ranges.isEmpty() && layout->formats().isEmpty()) continue;
+    layout->setFormats(ranges);  // lays the block out again
+    ranges.clear();
+  }
+}
+
+void MessageRenderer::write_code(QTextCursor& c, const QString& language, const QString& code, Marks marks) {
   QTextBlockFormat label;
   label.setTopMargin(6);
   QTextCharFormat muted;
@@ -258,7 +341,7 @@ void MessageRenderer::write_code(QTextCursor& c, const QString& language, const 
   mono.setFontFixedPitch(true);
   mono.setForeground(style_.text);
   c.setBlockCharFormat(mono);
-  c.insertText(code, mono);
+  insert_marked(c, code, mono, marks);
   c.movePosition(QTextCursor::End);  // out of the frame, into the block after it
 }
 

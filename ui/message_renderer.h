@@ -13,7 +13,11 @@
 #include <QString>
 #include <QStringList>
 
+#include "message_stats.h"
+
+class QTextCharFormat;
 class QTextCursor;
+class QTextDocument;
 
 namespace llmwb::ui {
 
@@ -23,6 +27,7 @@ struct ReplyParts {
   bool thinking_open = false;  // "</think>" not (yet) generated
   QString thinking;
   QString answer;
+  qsizetype thinking_at = 0, answer_at = 0;  // where they begin in the reply
 };
 ReplyParts split_thinking(const QString& reply);
 
@@ -34,12 +39,26 @@ inline constexpr char kThink[] = "llmwb-think";    // llmwb-think:I   toggle mes
 inline constexpr char kEdit[] = "llmwb-edit";      // llmwb-edit:I    edit user message I (forks)
 }  // namespace chat_links
 
+// The accepted draft tokens' text of what is written: spans of the reply's text (null: none
+// marked), and where the text being written begins in the reply.
+struct DraftMarks {
+  const TextSpans* spans = nullptr;
+  qsizetype at = 0;
+  DraftMarks shifted(qsizetype by) const { return {spans, at + by}; }
+  bool any() const { return spans && !spans->empty(); }
+};
+
 class MessageRenderer {
  public:
   struct Style {
     QColor text, muted, code_background, code_border, user_background, link;
+    QColor draft_background;  // behind the text of accepted draft tokens
     QFont base, mono;
   };
+  // A mark is a block layout's additional format (QTextLayout::formats()) with this property
+  // (true) and the draft background; the document's own character formats stay as written.
+  static constexpr int kDraftProperty = 0x100000 + 21;  // QTextFormat::UserProperty + 21
+  using Marks = DraftMarks;
   explicit MessageRenderer(Style style) : style_(std::move(style)) {}
 
   // "You" / "Assistant" with "‹ 2/3 ›" when the message has alternatives (branch = index,
@@ -49,16 +68,24 @@ class MessageRenderer {
   // A user's message: plain text, as typed, on the user background.
   void write_user_text(QTextCursor& c, const QString& text) const;
   // A reply: its thinking block (collapsed unless `expanded`) and its answer as Markdown.
+  // `marks`: the accepted draft tokens' text, marked wherever it shows (answer, code, thinking).
   void write_reply(QTextCursor& c, const QString& reply, int message, int thinking_tokens, bool expanded,
-                   bool streaming);
+                   bool streaming, Marks marks = {});
   // The reply's thinking block alone (nothing when it has none).
   void write_thinking(QTextCursor& c, const ReplyParts& parts, int message, int thinking_tokens, bool expanded,
-                      bool streaming) const;
+                      bool streaming, Marks marks = {}) const;
   void write_footer(QTextCursor& c, const QString& footer) const;
   void write_note(QTextCursor& c, const QString& text) const;
 
   // Markdown with fenced code blocks set apart (each gets a Copy link: llmwb-copy:N).
-  void write_markdown(QTextCursor& c, const QString& markdown);
+  // `marks.at`: where `markdown` begins in the reply the spans refer to.
+  void write_markdown(QTextCursor& c, const QString& markdown, Marks marks = {});
+
+  // Marks the document's characters in [from, to) that show characters of `source` inside
+  // `marks` (a reply's spans; `source` begins at marks.at in that reply). The document's text
+  // is `source` rendered (Markdown removes markup, never reorders): each character is matched
+  // to the next equal character of `source`, so the cost is linear in what was written.
+  void mark_draft_text(QTextDocument* doc, int from, int to, const QString& source, Marks marks) const;
 
   // Where Markdown streamed so far can be cut so that the part before it renders the same
   // whatever follows: after the last blank line at or after `from` that is outside fenced
@@ -73,7 +100,11 @@ class MessageRenderer {
   void clear() { code_.clear(); }
 
  private:
-  void write_code(QTextCursor& c, const QString& language, const QString& code);
+  void write_code(QTextCursor& c, const QString& language, const QString& code, Marks marks);
+  // The format drawn over marked text.
+  QTextCharFormat draft_format() const;
+  // Inserts plain `text` in `format` and marks its parts inside `marks`.
+  void insert_marked(QTextCursor& c, const QString& text, const QTextCharFormat& format, Marks marks) const;
 
   Style style_;
   QStringList code_;

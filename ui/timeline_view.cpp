@@ -1,5 +1,8 @@
 #include "timeline_view.h"
 
+#include <QEvent>
+#include <QFontMetrics>
+#include <QResizeEvent>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -80,7 +83,57 @@ TimelineView::TimelineView(QWidget* parent)
   style_plot(gantt_);
   style_plot(batch_);
   style_plot(spec_);
+  fit_speculation_chart(spec_->height());
+  spec_->installEventFilter(this);
   clear();
+}
+
+TimelineView::~TimelineView() {
+  // A legend row out of the layout goes back, so that the plot deletes it with the rest.
+  if (spec_legend_row_ && !spec_legend_row_->layout()) spec_->plotLayout()->addElement(spec_->plotLayout()->rowCount(), 0, spec_legend_row_);
+}
+
+bool TimelineView::eventFilter(QObject* watched, QEvent* event) {
+  // Before the plot's own resize handling, which lays it out again and replots.
+  if (watched == spec_ && event->type() == QEvent::Resize && fit_speculation_chart(static_cast<QResizeEvent*>(event)->size().height()))
+    replot_all_ = true;
+  return LiveView::eventFilter(watched, event);
+}
+
+bool TimelineView::fit_speculation_chart(int height) {
+  const int density = height < kTinyHeight ? 2 : height < kCompactHeight ? 1 : 0;
+  const QString left = tr("accepted"), right = tr("tokens / verification");
+  // What the axis rect keeps of the height: the rest is tick numbers, the caption, the legend.
+  const int axis_height = height - (density == 2 ? 52 : 88);
+  auto fits = [&](const QCPAxis* axis, const QString& title) {
+    return QFontMetrics(axis->labelFont()).horizontalAdvance(title) + 6 <= axis_height;
+  };
+  const QString left_title = fits(spec_->yAxis, left) ? left : QString();
+  const QString right_title = fits(spec_->yAxis2, right) ? right : QString();
+  if (density == spec_density_ && spec_->yAxis->label() == left_title && spec_->yAxis2->label() == right_title)
+    return false;
+  spec_density_ = density;
+  QSharedPointer<QCPAxisTickerFixed> rate(new QCPAxisTickerFixed);
+  rate->setTickStep(density == 0 ? 0.2 : density == 1 ? 0.5 : 1.0);
+  rate->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+  spec_->yAxis->setTicker(rate);
+  spec_->yAxis2->ticker()->setTickCount(density == 0 ? 5 : density == 1 ? 3 : 2);
+  spec_->yAxis->setLabel(left_title);
+  spec_->yAxis2->setLabel(right_title);
+  spec_->xAxis2->setTickLabels(density < 2);
+  // The legend's row (put_legend_below) leaves the layout, so that its height goes to the data.
+  QCPLayoutGrid* grid = spec_->plotLayout();
+  if (!spec_legend_row_) spec_legend_row_ = spec_->legend->layout();
+  const bool shown = grid->hasElement(grid->rowCount() - 1, 0) && grid->element(grid->rowCount() - 1, 0) == spec_legend_row_;
+  if (density == 2 && shown) {
+    grid->take(spec_legend_row_);
+    grid->simplify();
+  } else if (density < 2 && !shown) {
+    grid->addElement(grid->rowCount(), 0, spec_legend_row_);
+    grid->setRowStretchFactor(grid->rowCount() - 1, 0.001);
+  }
+  spec_->legend->setVisible(density < 2);
+  return true;
 }
 
 void TimelineView::clear() {

@@ -7,6 +7,7 @@
 #include <QMetaType>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llmwb/outputs.h"
@@ -20,6 +21,9 @@ struct TokenDelta {
   // Speculative decoding: 1 where the token was a draft guess the target accepted; and the
   // request's counts so far (drafted, accepted, per position).
   std::vector<uint8_t> token_from_draft;
+  // Where the accepted guesses' text is: [start, end) in UTF-16 code units of the text streamed
+  // so far (every delta's `text`, concatenated), the parts this delta's text reaches, ascending.
+  std::vector<std::pair<int, int>> draft_spans;
   SpeculativeStats speculative;
   std::string text;                // text new since the previous delta
   bool finished = false;

@@ -293,6 +293,12 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
       d.token_ids.push_back(c.token_ids[i]);
       d.token_probs.push_back(i < c.token_probs.size() ? c.token_probs[i] : NAN);
       d.token_from_draft.push_back(i < c.token_from_draft.size() ? c.token_from_draft[i] : 0);
+      if (d.token_from_draft.back() && i < c.token_text_end.size()) {
+        const size_t from = i > 0 ? c.token_text_end[i - 1] : 0, to = c.token_text_end[i];
+        if (to <= from) continue;
+        if (!a.draft_bytes.empty() && a.draft_bytes.back().second == from) a.draft_bytes.back().second = to;
+        else a.draft_bytes.emplace_back(from, to);
+      }
     }
     d.speculative = c.speculative;
     a.tokens_seen = c.token_ids.size();
@@ -300,6 +306,7 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
     // there, so streamed text is never taken back.
     d.text = c.delta;
     a.text += c.delta;
+    report_draft_spans(a, d);
     if (!d.token_ids.empty() && !a.first_sent) first_token = a.first_sent = true;
   }
   a.time_to_first_token = out.time_to_first_token;
@@ -316,12 +323,42 @@ ui::TokenDelta EngineWorker::absorb(Active& a, const RequestOutput& out, bool& f
     f.token_ids = std::move(d.token_ids);
     f.token_probs = std::move(d.token_probs);
     f.token_from_draft = std::move(d.token_from_draft);
+    f.draft_spans = std::move(d.draft_spans);
     f.speculative = std::move(d.speculative);
     f.text = std::move(d.text);
     f.prompt_token_ids = out.prompt_token_ids;
     return f;
   }
   return d;
+}
+
+void EngineWorker::report_draft_spans(Active& a, ui::TokenDelta& d) {
+  // UTF-16 units of a.text up to `byte` (never before the last one asked: spans ascend).
+  auto units_at = [&a](size_t byte) {
+    byte = std::min(byte, a.text.size());
+    while (a.measured_bytes < byte) {
+      const auto lead = static_cast<unsigned char>(a.text[a.measured_bytes]);
+      const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      a.measured_units += length == 4 ? 2 : 1;  // beyond the BMP: a surrogate pair
+      a.measured_bytes += length;
+    }
+    return a.measured_units;
+  };
+  size_t done = 0;
+  for (auto& [from, to] : a.draft_bytes) {
+    if (from >= a.text.size()) break;  // not streamed yet (held back as a possible stop string)
+    const int start = units_at(from), end = units_at(to);
+    if (end > start) {
+      if (!d.draft_spans.empty() && d.draft_spans.back().second == start) d.draft_spans.back().second = end;
+      else d.draft_spans.emplace_back(start, end);
+    }
+    if (to > a.text.size()) {
+      from = a.text.size();  // the rest comes with a later delta
+      break;
+    }
+    ++done;
+  }
+  a.draft_bytes.erase(a.draft_bytes.begin(), a.draft_bytes.begin() + std::ptrdiff_t(done));
 }
 
 ui::TokenDelta EngineWorker::finish_delta(const Active& a, FinishReason reason, const std::string& error) const {

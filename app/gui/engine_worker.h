@@ -104,6 +104,11 @@ class EngineWorker : public QObject {
     uint64_t request_id = 0;
     size_t tokens_seen = 0;     // tokens already put into a delta
     std::string text;           // cumulative text as last reported
+    // Accepted draft tokens' text not reported yet (bytes of the engine's text), and how far
+    // `text` has been measured in UTF-16 code units (bytes, units).
+    std::vector<std::pair<size_t, size_t>> draft_bytes;
+    size_t measured_bytes = 0;
+    int measured_units = 0;
     int num_prompt_tokens = 0;
     double time_to_first_token = 0.0, total_time = 0.0;  // as last reported
     bool first_sent = false;
@@ -123,6 +128,9 @@ class EngineWorker : public QObject {
   // The step's news for `a` as a delta (no tokens if none, finished if the request ended);
   // `first_token` is set when it carries the generation's first token. Erases nothing.
   ui::TokenDelta absorb(Active& a, const RequestOutput& out, bool& first_token);
+  // Moves a's accepted draft text that its streamed text now holds into d.draft_spans, as
+  // UTF-16 offsets.
+  static void report_draft_spans(Active& a, ui::TokenDelta& d);
   void fail_all(const QString& error);
   // Posts a finished delta for a generation that never reached the engine.
   void post_failure(quint64 ticket, const std::string& error);

@@ -12,6 +12,10 @@ void merge(ui::TokenDelta& d, ui::TokenDelta&& later) {
   d.token_ids.insert(d.token_ids.end(), later.token_ids.begin(), later.token_ids.end());
   d.token_probs.insert(d.token_probs.end(), later.token_probs.begin(), later.token_probs.end());
   d.token_from_draft.insert(d.token_from_draft.end(), later.token_from_draft.begin(), later.token_from_draft.end());
+  for (const auto& span : later.draft_spans) {
+    if (!d.draft_spans.empty() && d.draft_spans.back().second == span.first) d.draft_spans.back().second = span.second;
+    else d.draft_spans.push_back(span);
+  }
   d.speculative = std::move(later.speculative);
   d.text += later.text;
   d.num_prompt_tokens = later.num_prompt_tokens;

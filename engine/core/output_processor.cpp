@@ -37,9 +37,13 @@ std::optional<StopDecision> OutputProcessor::append(Request& r, SeqState& s, int
   r.changed = true;
   if (r.t_first < 0) r.t_first = seconds_since(r.t_added);
   const SamplingParams& p = r.params;
-  if (!p.ignore_eos && tok_.is_eog(token)) return StopDecision{FinishReason::Stop, "eos"};
+  if (!p.ignore_eos && tok_.is_eog(token)) {
+    s.out.token_text_end.push_back(static_cast<uint32_t>(s.out.text.size()));
+    return StopDecision{FinishReason::Stop, "eos"};
+  }
   const size_t before = s.out.text.size();
   s.out.text += s.detok->push(token);
+  s.out.token_text_end.push_back(static_cast<uint32_t>(s.out.text.size()));
   if (!p.stop.empty()) {
     size_t max_stop = 0;
     for (const auto& st : p.stop) max_stop = std::max(max_stop, st.size());
@@ -62,7 +66,14 @@ std::optional<StopDecision> OutputProcessor::append(Request& r, SeqState& s, int
 void OutputProcessor::close(SeqState& s, FinishReason why, const std::string& stop_reason) const {
   s.out.finish_reason = why;
   s.out.stop_reason = stop_reason;
-  if (why != FinishReason::Stop || stop_reason.empty() || stop_reason == "eos") s.out.text += s.detok->flush();
+  if (why != FinishReason::Stop || stop_reason.empty() || stop_reason == "eos") {
+    s.out.text += s.detok->flush();
+    // Bytes the detokenizer held belong to the last token with text (the one before an
+    // end-of-generation token, whose own text is empty).
+    const size_t n = s.out.token_text_end.size();
+    const size_t from = stop_reason == "eos" && n > 1 ? n - 2 : (n > 0 ? n - 1 : 0);
+    for (size_t i = from; i < n; ++i) s.out.token_text_end[i] = static_cast<uint32_t>(s.out.text.size());
+  }
 }
 
 RequestOutput OutputProcessor::make_output(Request& r) const {

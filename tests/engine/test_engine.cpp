@@ -3,6 +3,7 @@
 // preemption under a tiny pool loses nothing, and bad requests get clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -355,6 +356,48 @@ TEST(Engine, StopStringEndsTheCompletionBeforeIt) {
   EXPECT_EQ(streamed, last.outputs[0].text);
   EXPECT_EQ(last.outputs[0].finish_reason, FinishReason::Stop);
   EXPECT_EQ(last.outputs[0].stop_reason, "Lily");
+}
+
+// token_text_end cuts the text into the tokens' own text: each slice is what decoding that
+// token added, and the last end is the text's (the GUI marks accepted draft text with it).
+TEST(Engine, TokenTextEndsSliceTheTextTokenByToken) {
+  Engine e(stories());
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 80;
+  e.add_request("Once upon a time", p);
+  RequestOutput last;
+  while (e.has_unfinished())
+    for (auto& o : e.step()) last = o;
+  const CompletionOutput& c = last.outputs[0];
+  ASSERT_EQ(c.token_text_end.size(), c.token_ids.size());
+  ASSERT_FALSE(c.text.empty());
+  EXPECT_EQ(c.token_text_end.back(), c.text.size());
+  std::vector<int> prefix;
+  std::string before;
+  for (size_t i = 0; i < c.token_ids.size(); ++i) {
+    prefix.push_back(c.token_ids[i]);
+    const std::string now = e.decode(prefix);
+    const size_t from = i ? c.token_text_end[i - 1] : 0;
+    ASSERT_LE(from, c.token_text_end[i]) << "token " << i;
+    // The text starts as the first token decodes (less a leading space the detokenizer drops).
+    if (i > 0) {
+      EXPECT_EQ(c.text.substr(from, c.token_text_end[i] - from), now.substr(before.size())) << "token " << i;
+    }
+    before = now;
+  }
+  // A stop string cuts the text after the ends were recorded: they still ascend, and the token
+  // that completed the stop string ends past the text (whose readers clamp).
+  Engine s(stories());
+  p.stop = {"Lily"};
+  s.add_request("", p);
+  while (s.has_unfinished())
+    for (auto& o : s.step()) last = o;
+  const CompletionOutput& cut = last.outputs[0];
+  ASSERT_EQ(cut.token_text_end.size(), cut.token_ids.size());
+  EXPECT_TRUE(std::is_sorted(cut.token_text_end.begin(), cut.token_text_end.end()));
+  EXPECT_EQ(cut.text, "Once upon a time, there was a little girl named ");
+  EXPECT_GT(cut.token_text_end.back(), cut.text.size());
 }
 
 TEST(Engine, AbortReturnsBlocksAtOnce) {

@@ -2,15 +2,20 @@
 // token chips (and say so on hover), the statistics line and the timeline's speculation chart
 // report acceptance, and the Settings dialog offers the methods and refuses unknown ones.
 #include <QComboBox>
+#include <QDir>
+#include <QFontMetrics>
 #include <QImage>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTest>
 
+#include "live_plot.h"
+
 #include "completion_view.h"
 #include "live_text.h"
 #include "sampling_params_editor.h"
 #include "settings_dialog.h"
+#include "telemetry_frame.h"
 #include "timeline_view.h"
 #include "token_chips_view.h"
 #include "ui_test_support.h"
@@ -54,6 +59,60 @@ class TestSpeculativeMarking : public QObject {
     QVERIFY(bottom_middle(3) != ui::TokenChipsView::kDraftColor);
     chips.clear();
     QCOMPARE(chips.draft_chip_count(), 0);
+  }
+
+  // In a low dock the speculation chart's tick numbers stay apart and its vertical axis titles
+  // show only where they fit; in a tall one everything shows.
+  void the_speculation_chart_keeps_its_labels_apart_in_a_low_dock() {
+    ui::TimelineView view;
+    ui::TelemetryFrame frame;
+    auto latest = std::make_shared<StepTelemetry>();
+    latest->speculative_method = "self_int4";
+    for (int i = 0; i < 40; ++i) {
+      ui::StepRecord r;
+      r.step = quint64(i);
+      r.time = 0.01 * (i + 1);
+      r.step_seconds = r.forward_seconds = 0.008;
+      r.draft_seconds = 0.001;
+      r.num_decode_tokens = 4;
+      r.spec_drafted = 3;
+      r.spec_accepted = i % 4;
+      r.spec_drafts = 1;
+      frame.steps.push_back(r);
+      latest->speculative_total.add_round(3, i % 4);
+    }
+    frame.latest = latest;
+    view.add_frame(frame);
+    const QDir shots(uitest::scratch_dir("timeline_shots"));  // what a person would see, to look at
+    auto check = [&](int width, int height, bool titles_expected) {
+      view.resize(width, height);
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      QTest::qWait(50);
+      QCustomPlot* spec = view.speculation();
+      spec->replot();
+      const QString name = QString("timeline_%1x%2.png").arg(width).arg(height);
+      view.grab().save(shots.filePath(name));
+      const int rect = spec->axisRect()->rect().height();
+      QVERIFY2(rect > 10, qPrintable(QString("axis rect %1 px high at %2").arg(rect).arg(height)));
+      for (QCPAxis* axis : {spec->yAxis, spec->yAxis2}) {
+        // Tick numbers at least a line apart, and an axis title no taller than the axis.
+        const QVector<double> ticks = axis->tickVector();
+        const int line = QFontMetrics(axis->tickLabelFont()).height();
+        QVERIFY2(ticks.size() >= 2, qPrintable(QString("%1 ticks").arg(ticks.size())));
+        for (int i = 1; i < ticks.size(); ++i)
+          QVERIFY2(std::abs(axis->coordToPixel(ticks[i]) - axis->coordToPixel(ticks[i - 1])) >= line,
+                   qPrintable(QString("ticks %1 and %2 at %3 px height").arg(ticks[i - 1]).arg(ticks[i]).arg(spec->height())));
+        const int title = QFontMetrics(axis->labelFont()).horizontalAdvance(axis->label());
+        QVERIFY2(title <= rect, qPrintable(QString("title '%1' is %2 px on a %3 px axis").arg(axis->label()).arg(title).arg(rect)));
+        if (titles_expected) QVERIFY2(!axis->label().isEmpty(), "a tall chart lost its axis title");
+      }
+      QVERIFY(spec->xAxis->label().contains("self_int4"));  // the caption stays
+    };
+    check(900, 420, false);   // the dock at its smallest: each chart at its minimum height
+    check(900, 560, false);
+    check(900, 1100, true);
+    check(900, 420, false);   // and back
   }
 
   void settings_offer_speculation_and_refuse_an_unknown_method() {

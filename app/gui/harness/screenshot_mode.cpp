@@ -233,6 +233,39 @@ void ScreenshotMode::on_experiment_done() {
   if (!wait_for([q] { return !q->is_running(); }, 180)) return fail("the quantization report did not finish");
   if (!q->report()) return fail("the quantization report failed");
   if (!capture("quantization")) return;
+  start_speculative_chat();
+}
+
+void ScreenshotMode::start_speculative_chat() {
+  MainWindow& w = bench_.window();
+  const ui::AppSettings before = w.settings();
+  ui::AppSettings s = before;
+  s.speculative = "self-int4";
+  s.spec_k = 0;
+  w.set_settings(s);
+  connect(&w, &MainWindow::model_ready, this, &ScreenshotMode::on_speculative_model_ready, Qt::SingleShotConnection);
+  const bool opening = w.open_model(model_, tokenizer_);
+  // The engine took its configuration as the model began to open: the settings as they were
+  // come back at once, so that the pictures leave the user's speculation setting alone.
+  w.set_settings(before);
+  if (!opening) fail(model_ + ": cannot open again with speculative decoding");
+}
+
+void ScreenshotMode::on_speculative_model_ready() {
+  MainWindow& w = bench_.window();
+  w.show_view(MainWindow::View::Chat);
+  w.show_view(MainWindow::View::Timeline);
+  ui::ChatView* chat = w.chat_view();
+  chat->new_chat();
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 120;
+  chat->sampling()->set_params(greedy);
+  chat->input()->setPlainText("Once upon a time, there was a dog named Max.");
+  chat->send();
+  if (!wait_for([chat] { return !chat->is_generating(); }, 120)) return fail("the speculative chat reply did not finish");
+  if (chat->conversation().stats_at(1).draft_tokens == 0) return fail("no draft token was accepted in the speculative chat");
+  if (!capture("chat_speculative")) return;
   QTextStream(stdout) << "wrote " << written_.size() << " screenshots to " << dir_ << "\n";
   QApplication::exit(0);
 }

@@ -27,6 +27,10 @@ class ScreenshotMode : public QObject {
   void on_completion_done();
   void on_chat_done();
   void on_experiment_done();
+  // Speculative decoding: the model opened again with self-int4 proposing, a chat turn with
+  // its accepted draft tokens marked, and the timeline's speculation rows and chart.
+  void start_speculative_chat();
+  void on_speculative_model_ready();
   bool capture(const QString& name);
   void fail(const QString& why);
   // Runs the event loop until `done` holds or `seconds` pass; false on timeout.

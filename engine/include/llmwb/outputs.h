@@ -33,6 +33,11 @@ struct CompletionOutput {
   // Speculative decoding: 1 where the token was a draft token the target accepted (the rest
   // the target produced itself), one per token_ids entry; and this sample's counts.
   std::vector<uint8_t> token_from_draft;
+  // Where each token's text ends in `text` (bytes), one per token_ids entry: token i's text is
+  // [token_text_end[i-1], token_text_end[i]) (from 0 for the first). Bytes of an unfinished
+  // UTF-8 character belong to the token that completes it; a stop string's cut may leave ends
+  // past the text's size.
+  std::vector<uint32_t> token_text_end;
   SpeculativeStats speculative;
   uint64_t seed = 0;             // this sample's RNG seed (InspectStepRequest::seed)
 };
