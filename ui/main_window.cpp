@@ -378,7 +378,7 @@ void MainWindow::on_telemetry(const TelemetryFrame& frame) {
 
 void MainWindow::show_error(const QString& message) { banner_->show_message(MessageBanner::Kind::Error, message); }
 
-void MainWindow::set_settings(const AppSettings& s) {
+void MainWindow::set_settings(const AppSettings& s, bool persist) {
   const bool engine_changed = s.threads != settings_.threads || s.block_size != settings_.block_size ||
                               s.max_num_seqs != settings_.max_num_seqs ||
                               s.max_num_batched_tokens != settings_.max_num_batched_tokens ||
@@ -387,10 +387,10 @@ void MainWindow::set_settings(const AppSettings& s) {
                               s.tensor_parallel_size != settings_.tensor_parallel_size ||
                               s.pipeline_parallel_size != settings_.pipeline_parallel_size;
   // A context length chosen while a model is loaded is that model's from now on.
-  if (loaded_ && s.max_model_len != settings_.max_model_len)
+  if (persist && loaded_ && s.max_model_len != settings_.max_model_len)
     model_defaults::set_context_length(loading_path_, s.max_model_len);
   settings_ = s;
-  settings_.save();
+  if (persist) settings_.save();
   apply_theme(settings_.theme);
   emit step_delay_requested(settings_.step_delay_ms);
   // A new engine configuration takes effect by reopening the model with it.

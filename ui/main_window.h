@@ -59,7 +59,9 @@ class MainWindow : public QMainWindow {
   const ModelInfo& model_info() const { return info_; }
   const QStringList& vocabulary() const { return vocabulary_; }
   const AppSettings& settings() const { return settings_; }
-  void set_settings(const AppSettings& settings);
+  // Applies `settings` (reopening the model when an engine setting changed) and, if `persist`,
+  // saves them as the user's (the screenshot mode's temporary choices are not).
+  void set_settings(const AppSettings& settings, bool persist = true);
 
   CompletionView* completion_view() const { return completion_; }
   ChatView* chat_view() const { return chat_; }

@@ -65,7 +65,8 @@ ParallelismView::ParallelismView(QWidget* parent)
       steps_box_(new QSpinBox(this)),
       lanes_plot_(new LivePlot(this)),
       shares_plot_(new LivePlot(this)),
-      volume_(new QTableWidget(2, 3, this)) {
+      volume_(new QTableWidget(2, 3, this)),
+      volume_note_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(pages_);
@@ -109,7 +110,10 @@ ParallelismView::ParallelismView(QWidget* parent)
   auto* volume_box = new QWidget(bottom);
   auto* vl = new QVBoxLayout(volume_box);
   vl->setContentsMargins(0, 0, 0, 0);
-  vl->addWidget(volume_);
+  vl->addWidget(volume_, 1);
+  volume_note_->setObjectName("parallelism_volume_note");
+  volume_note_->setWordWrap(true);
+  vl->addWidget(volume_note_);
   bottom->addWidget(volume_box);
   bottom->setStretchFactor(0, 1);
   bottom->setStretchFactor(1, 1);
@@ -145,8 +149,7 @@ ParallelismView::ParallelismView(QWidget* parent)
   put_legend_below(shares_plot_);
 
   volume_->setObjectName("parallelism_volume");
-  volume_->setHorizontalHeaderLabels({tr("measured, decode\n(per generated token)"),
-                                      tr("measured, all steps\n(per token computed)"), tr("analytic\n(per token)")});
+  volume_->setHorizontalHeaderLabels({tr("measured\ndecode steps"), tr("measured\nall steps"), tr("analytic")});
   volume_->setVerticalHeaderLabels({tr("all-reduce, one TP rank"), tr("stage hand-off, one rank chain")});
   volume_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   volume_->setSelectionMode(QAbstractItemView::NoSelection);
@@ -224,6 +227,17 @@ void ParallelismView::rebuild_lane_axes() {
   auto swatch = [](RankSpan::Kind k, const QString& name) {
     return QString("<span style='color:%1'>&#9632;</span>&nbsp;%2").arg(kind_color(k).name(), name.toHtmlEscaped());
   };
+  volume_note_->setText(
+      tr("Bytes per token: one TP rank's all-reduces over all stages, and one rank chain's hand-offs across "
+         "the stage boundaries; decode steps per generated token, all steps per token computed (prompts "
+         "included). Analytic: 2 × %1 layers × %2 × 4 B = %3 all-reduced; %4 boundar%5 × %2 × 4 B = %6 "
+         "handed on.")
+          .arg(model_.n_layers)
+          .arg(model_.dim)
+          .arg(human_bytes(2.0 * model_.n_layers * model_.dim * kActivationBytes))
+          .arg(pp_ - 1)
+          .arg(pp_ == 2 ? "y" : "ies")
+          .arg(human_bytes(analytic_stage_transfer_per_token())));
   legend_->setText(swatch(RankSpan::Kind::Compute, tr("compute")) + " &nbsp; " +
                    swatch(RankSpan::Kind::AllReduce, tr("all-reduce (TP)")) + " &nbsp; " +
                    swatch(RankSpan::Kind::Send, tr("send to the next stage")) + " &nbsp; " +
@@ -312,6 +326,8 @@ double ParallelismView::analytic_stage_transfer_per_token() const {
 }
 
 QString ParallelismView::caption() const { return caption_->text(); }
+
+QString ParallelismView::volume_note() const { return volume_note_->text(); }
 
 QCPItemRect* ParallelismView::rect_at(size_t i) {
   while (rects_.size() <= i) {
@@ -434,12 +450,14 @@ void ParallelismView::draw_lanes() {
 }
 
 void ParallelismView::draw_shares() {
+  // Keys ascending (QCPBars stacks by key lookup): the last lane is plotted at 0.
+  const std::vector<Shares> all = shares();
   QVector<double> keys, compute, comm, bubble;
-  for (const Shares& s : shares()) {
-    keys << lanes() - 1 - (s.pp_stage * tp_ + s.tp_rank);
-    compute << 100.0 * s.compute;
-    comm << 100.0 * s.communication;
-    bubble << 100.0 * s.bubble;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    keys << lanes() - 1 - (it->pp_stage * tp_ + it->tp_rank);
+    compute << 100.0 * it->compute;
+    comm << 100.0 * it->communication;
+    bubble << 100.0 * it->bubble;
   }
   compute_bars_->setData(keys, compute, true);
   comm_bars_->setData(keys, comm, true);
@@ -456,21 +474,14 @@ void ParallelismView::fill_volume_table() {
   if (tp_ > 1) {
     set(0, 0, human_bytes(measured_allreduce_per_token()));
     set(0, 1, human_bytes(all_ar));
-    set(0, 2, tr("%1  (2 × %2 layers × %3 × 4 B)")
-                  .arg(human_bytes(analytic_allreduce_per_token()))
-                  .arg(model_.n_layers)
-                  .arg(model_.dim));
+    set(0, 2, human_bytes(analytic_allreduce_per_token()));
   } else {
     for (int c = 0; c < 3; ++c) set(0, c, tr("none (TP 1)"));
   }
   if (pp_ > 1) {
     set(1, 0, human_bytes(measured_stage_transfer_per_token()));
     set(1, 1, human_bytes(all_pp));
-    set(1, 2, tr("%1  (%2 boundar%3 × %4 × 4 B)")
-                  .arg(human_bytes(analytic_stage_transfer_per_token()))
-                  .arg(pp_ - 1)
-                  .arg(pp_ == 2 ? "y" : "ies")
-                  .arg(model_.dim));
+    set(1, 2, human_bytes(analytic_stage_transfer_per_token()));
   } else {
     for (int c = 0; c < 3; ++c) set(1, c, tr("none (PP 1)"));
   }

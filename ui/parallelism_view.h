@@ -87,6 +87,7 @@ class ParallelismView : public LiveView {
   LivePlot* lanes_plot() const { return lanes_plot_; }
   LivePlot* shares_plot() const { return shares_plot_; }
   QTableWidget* volume_table() const { return volume_; }
+  QString volume_note() const;
   QPushButton* settings_button() const { return settings_button_; }
   QLabel* empty_label() const { return empty_label_; }
 
@@ -126,6 +127,7 @@ class ParallelismView : public LiveView {
   LivePlot* lanes_plot_;
   LivePlot* shares_plot_;
   QTableWidget* volume_;
+  QLabel* volume_note_;
   QCPBars* compute_bars_;
   QCPBars* comm_bars_;
   QCPBars* bubble_bars_;

@@ -237,6 +237,14 @@ class TestParallelismView : public QObject {
     QVERIFY(std::abs(shares[0].bubble - 0.36) < 1e-3);
     QVERIFY(std::abs(shares[2].communication - 0.20) < 1e-3);
     QVERIFY(std::abs(shares[2].bubble - 0.40) < 1e-3);
+    // Drawn stacked, each lane's bar from 0 to 100 %: stage 0 · tp 0 (y = 3) computes to 40 %, then
+    // communicates to 64 %; stage 1 · tp 1 (y = 0) communicates from 40 to 60 %.
+    ui::LivePlot* bars = v.shares_plot();
+    QVERIFY(shows_colour(bars, 20, 3, compute));
+    QVERIFY(shows_colour(bars, 52, 3, allreduce));
+    QVERIFY(!shows_colour(bars, 52, 3, compute));
+    QVERIFY(shows_colour(bars, 50, 0, allreduce));
+    QVERIFY(!shows_colour(bars, 70, 0, allreduce));
     // Volume per generated token (2 tokens): rank 0's all-reduces over both stages, 2 x 1024 / 2;
     // its chain's hand-off, (512 + 512) / 2 counted once / 2 tokens.
     QCOMPARE(v.measured_allreduce_per_token(), 1024.0);
@@ -308,7 +316,10 @@ class TestParallelismView : public QObject {
       QVERIFY(sh.compute > 0);
       QVERIFY(std::abs(sh.compute + sh.communication + sh.bubble - 1.0) < 1e-9);
     }
-    QVERIFY(v->volume_table()->item(0, 2)->text().contains("2 × 5 layers × 64"));
+    QCOMPARE(v->volume_table()->item(0, 0)->text(), QString("2.50 KiB"));
+    QCOMPARE(v->volume_table()->item(0, 2)->text(), QString("2.50 KiB"));
+    QCOMPARE(v->volume_table()->item(1, 2)->text(), QString("256 B"));
+    QVERIFY2(v->volume_note().contains("2 × 5 layers × 64 × 4 B = 2.50 KiB"), qPrintable(v->volume_note()));
     // Back to one rank: the empty state.
     s.tensor_parallel_size = s.pipeline_parallel_size = 1;
     w.set_settings(s);

@@ -27,6 +27,11 @@ class ScreenshotMode : public QObject {
   void on_completion_done();
   void on_chat_done();
   void on_experiment_done();
+  // The model reopened with TP 2 x PP 2 (Settings ▸ Parallelism), a generation, the
+  // Parallelism view. The layout is applied without saving it as the user's.
+  void capture_parallelism();
+  void on_parallel_model_ready();
+  void finish();
   bool capture(const QString& name);
   void fail(const QString& why);
   // Runs the event loop until `done` holds or `seconds` pass; false on timeout.
