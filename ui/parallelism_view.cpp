@@ -15,6 +15,7 @@
 
 #include "chart_style.h"
 #include "live_plot.h"
+#include "live_text.h"
 
 namespace llmwb::ui {
 
@@ -60,7 +61,7 @@ ParallelismView::ParallelismView(QWidget* parent)
       pages_(new QStackedWidget(this)),
       empty_label_(new QLabel(this)),
       settings_button_(new QPushButton(tr("Open Settings…"), this)),
-      caption_(new QLabel(this)),
+      caption_(new LiveText(1, this)),
       legend_(new QLabel(this)),
       steps_box_(new QSpinBox(this)),
       lanes_plot_(new LivePlot(this)),
@@ -91,7 +92,6 @@ ParallelismView::ParallelismView(QWidget* parent)
   cl->setContentsMargins(0, 0, 0, 0);
   auto* top = new QHBoxLayout;
   caption_->setObjectName("parallelism_caption");
-  caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   top->addWidget(caption_, 1);
   top->addWidget(new QLabel(tr("steps shown"), content));
   steps_box_->setObjectName("parallelism_steps");

@@ -37,6 +37,7 @@ class QTableWidget;
 namespace llmwb::ui {
 
 class LivePlot;
+class LiveText;
 
 class ParallelismView : public LiveView {
   Q_OBJECT
@@ -121,7 +122,7 @@ class ParallelismView : public LiveView {
   QStackedWidget* pages_;
   QLabel* empty_label_;
   QPushButton* settings_button_;
-  QLabel* caption_;
+  LiveText* caption_;   // changes every draw: never re-lays out the window
   QLabel* legend_;
   QSpinBox* steps_box_;
   LivePlot* lanes_plot_;
