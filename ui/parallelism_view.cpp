@@ -30,9 +30,6 @@ QString human_bytes(double b) {
   return QString("%1 MiB").arg(b / (1024.0 * 1024), 0, 'f', 2);
 }
 
-// The forward pass of a step on the engine's clock: the runner's intervals count from its start.
-double forward_start(const StepRecord& s) { return s.time - s.step_seconds + s.schedule_seconds + s.draft_seconds; }
-
 // The longest of the forward pass and the ranks' own steps: the time every rank's share is of.
 double forward_span(const StepRecord& s) {
   double f = s.forward_seconds;
@@ -127,7 +124,9 @@ ParallelismView::ParallelismView(QWidget* parent)
   shares_plot_->setObjectName("parallelism_shares");
   shares_plot_->setMinimumHeight(100);
 
-  lanes_plot_->xAxis->setLabel(tr("milliseconds before the newest step ended (gaps: idle)"));
+  lanes_plot_->xAxis->setLabel(
+      tr("milliseconds of forward passes before the newest step's end (time between steps cut at the dashed "
+         "lines; gaps: idle)"));
   lanes_plot_->yAxis->grid()->setVisible(false);
 
   compute_bars_ = new QCPBars(shares_plot_->yAxis, shares_plot_->xAxis);
@@ -221,7 +220,7 @@ void ParallelismView::rebuild_lane_axes() {
   for (int p = 0; p < pp_; ++p)
     for (int t = 0; t < tp_; ++t) names->addTick(lanes() - 1 - (p * tp_ + t), lane_name(p, t));
   lanes_plot_->yAxis->setTicker(names);
-  lanes_plot_->yAxis->setRange(-0.6, lanes() - 0.4);
+  lanes_plot_->yAxis->setRange(-0.6, lanes() - 0.05);   // room for the step numbers on top
   shares_plot_->yAxis->setTicker(names);
   shares_plot_->yAxis->setRange(-0.6, lanes() - 0.4);
   auto swatch = [](RankSpan::Kind k, const QString& name) {
@@ -345,7 +344,6 @@ QCPItemText* ParallelismView::label_at(size_t i) {
     t->setLayer(lanes_plot_->live_layer());
     t->setSelectable(false);
     t->setPositionAlignment(Qt::AlignCenter);
-    t->setColor(Qt::white);
     QFont f = font();
     f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.8));
     t->setFont(f);
@@ -365,35 +363,38 @@ void ParallelismView::draw() {
 void ParallelismView::draw_lanes() {
   segments_.clear();
   std::vector<int> micro_batches;   // per segment: its rank's micro-batches in that step
+  struct Window {
+    double begin_ms, end_ms;
+    quint64 step;
+  };
+  std::vector<Window> windows;      // the steps' forward passes, back to back, newest ending at 0
   const int n = steps_shown();
   double earliest = 0;
-  if (n > 0) {
-    const double end = steps_.back().time;
-    for (size_t i = steps_.size() - size_t(n); i < steps_.size(); ++i) {
-      const StepRecord& s = steps_[i];
-      const double start = forward_start(s);
-      for (const RankTelemetry& r : *s.ranks) {
-        if (r.tp_rank < 0 || r.tp_rank >= tp_ || r.pp_stage < 0 || r.pp_stage >= pp_) continue;
-        const int lane = r.pp_stage * tp_ + r.tp_rank;
-        auto add = [&](RankSpan::Kind kind, int mb, double b, double e, bool totals) {
-          if (e <= b) return;
-          segments_.push_back({lane, kind, mb, (start + b - end) * 1000.0, (start + e - end) * 1000.0, totals});
-          micro_batches.push_back(r.micro_batches);
-          earliest = std::min(earliest, segments_.back().begin_ms);
-        };
-        if (!r.spans.empty()) {
-          for (const RankSpan& x : r.spans) add(x.kind, x.micro_batch, x.begin, x.end, false);
-        } else {
-          // Totals only: the amounts in causal order (wait for the input, compute, all-reduce).
-          double t = 0;
-          add(RankSpan::Kind::Recv, 0, t, t + r.recv_seconds, true);
-          t += r.recv_seconds;
-          add(RankSpan::Kind::Compute, 0, t, t + r.compute_seconds, true);
-          t += r.compute_seconds;
-          add(RankSpan::Kind::AllReduce, 0, t, t + r.allreduce_seconds, true);
-        }
+  for (int k = 0; k < n; ++k) {
+    const StepRecord& s = steps_[steps_.size() - 1 - size_t(k)];
+    const double start = earliest - forward_span(s) * 1000.0;
+    windows.push_back({start, earliest, s.step});
+    for (const RankTelemetry& r : *s.ranks) {
+      if (r.tp_rank < 0 || r.tp_rank >= tp_ || r.pp_stage < 0 || r.pp_stage >= pp_) continue;
+      const int lane = r.pp_stage * tp_ + r.tp_rank;
+      auto add = [&](RankSpan::Kind kind, int mb, double b, double e, bool totals) {
+        if (e <= b) return;
+        segments_.push_back({lane, kind, mb, start + b * 1000.0, start + e * 1000.0, totals});
+        micro_batches.push_back(r.micro_batches);
+      };
+      if (!r.spans.empty()) {
+        for (const RankSpan& x : r.spans) add(x.kind, x.micro_batch, x.begin, x.end, false);
+      } else {
+        // Totals only: the amounts in causal order (wait for the input, compute, all-reduce).
+        double t = 0;
+        add(RankSpan::Kind::Recv, 0, t, t + r.recv_seconds, true);
+        t += r.recv_seconds;
+        add(RankSpan::Kind::Compute, 0, t, t + r.compute_seconds, true);
+        t += r.compute_seconds;
+        add(RankSpan::Kind::AllReduce, 0, t, t + r.allreduce_seconds, true);
       }
     }
+    earliest = start;
   }
   const double span_ms = n > 0 ? nice_ceiling(std::max(1e-3, -earliest * 1.02)) : 10.0;
   bool changed = set_axis_range(lanes_plot_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
@@ -401,6 +402,7 @@ void ParallelismView::draw_lanes() {
   const double min_ms = span_ms / 1500.0;
   const double px_per_ms = lanes_plot_->axisRect()->width() / (span_ms * 1.02);
   size_t used = 0, labels = 0;
+  int mb_labels = 0;
   for (size_t i = 0; i < segments_.size(); ++i) {
     const Segment& g = segments_[i];
     const double y = lanes() - 1 - g.lane;
@@ -419,14 +421,42 @@ void ParallelismView::draw_lanes() {
     }
     if (micro_batches[i] > 1 && (g.end_ms - g.begin_ms) * px_per_ms >= 22 && g.kind != RankSpan::Kind::Recv) {
       QCPItemText* t = label_at(labels++);
+      ++mb_labels;
       t->setVisible(true);
+      t->setColor(Qt::white);
       t->position->setCoords((g.begin_ms + g.end_ms) / 2, y);
       t->setText(QString("m%1").arg(g.micro_batch));
     }
   }
+  // Where the time between two steps (scheduling, sampling, slow motion) was cut, and the steps'
+  // numbers above them where there is room.
+  size_t cuts = 0;
+  for (const Window& w : windows) {
+    if (w.begin_ms > -span_ms * 0.999) {
+      while (cuts_.size() <= cuts) {
+        auto* line = new QCPItemStraightLine(lanes_plot_);
+        line->setLayer(lanes_plot_->live_layer());
+        line->setSelectable(false);
+        cuts_.push_back(line);
+      }
+      QCPItemStraightLine* line = cuts_[cuts++];
+      line->setVisible(true);
+      line->setPen(QPen(palette().color(QPalette::Mid), 1, Qt::DashLine));
+      line->point1->setCoords(w.begin_ms, 0);
+      line->point2->setCoords(w.begin_ms, 1);
+    }
+    if ((w.end_ms - w.begin_ms) * px_per_ms >= 60) {
+      QCPItemText* t = label_at(labels++);
+      t->setVisible(true);
+      t->setColor(palette().color(QPalette::Text));
+      t->position->setCoords((w.begin_ms + w.end_ms) / 2, lanes() - 0.3);
+      t->setText(tr("step %1").arg(w.step));
+    }
+  }
+  for (size_t i = cuts; i < cuts_.size(); ++i) cuts_[i]->setVisible(false);
   for (size_t i = used; i < rects_.size(); ++i) rects_[i]->setVisible(false);
   for (size_t i = labels; i < labels_.size(); ++i) labels_[i]->setVisible(false);
-  labels_used_ = int(labels);
+  labels_used_ = mb_labels;
 
   // The caption: the layout and the newest step.
   QString text = tr("TP %1 × PP %2 · %3 ranks (threads)").arg(tp_).arg(pp_).arg(lanes());

@@ -1,14 +1,15 @@
 // parallelism_view.h — what tensor and pipeline parallelism cost (docs/PARALLEL.md), live.
 //
 // Three parts, from the per-rank telemetry of each step (StepTelemetry::ranks):
-// - lanes: one per rank ("stage p · tp t"), the newest steps on a shared clock (milliseconds
-//   before the newest step ended), each interval coloured by what the rank did: compute,
-//   all-reduce (the tensor-parallel group's collective, waiting for the slower rank included),
-//   send and receive (waiting for the previous stage: a pipeline bubble). Gaps are idle. The
-//   micro-batch of an interval shows as its shade and, where it is wide enough, a label "m1".
-//   A runner that records no intervals (RankTelemetry::spans empty) still reports its totals:
-//   those are drawn as consecutive receive, compute and all-reduce segments from the start of
-//   the forward pass (the amounts, not the order);
+// - lanes: one per rank ("stage p · tp t"), the newest steps' forward passes back to back on
+//   one clock (the time between two steps, when no rank works, is cut at a dashed line: with
+//   slow motion it would leave each step a sliver), each interval coloured by what the rank did:
+//   compute, all-reduce (the tensor-parallel group's collective, waiting for the slower rank
+//   included), send and receive (waiting for the previous stage: a pipeline bubble). Gaps are
+//   idle. The micro-batch of an interval shows as its shade and, where it is wide enough, a
+//   label "m1". A runner that records no intervals (RankTelemetry::spans empty) still reports
+//   its totals: those are drawn as consecutive receive, compute and all-reduce segments from
+//   the start of the forward pass (the amounts, not the order);
 // - shares: per rank, the part of the forward passes spent computing, communicating and in the
 //   bubble (everything else: waiting for a stage, idle), over every step since the model opened;
 // - volume: bytes per token each tensor-parallel rank all-reduces and each rank chain hands
@@ -27,6 +28,7 @@
 
 class QCPBars;
 class QCPItemRect;
+class QCPItemStraightLine;
 class QCPItemText;
 class QLabel;
 class QPushButton;
@@ -58,7 +60,7 @@ class ParallelismView : public LiveView {
     int lane = 0;           // 0 = stage 0 · tp 0, then tp ranks, then stages
     RankSpan::Kind kind = RankSpan::Kind::Compute;
     int micro_batch = 0;
-    double begin_ms = 0, end_ms = 0;   // before the newest step ended (<= 0)
+    double begin_ms = 0, end_ms = 0;   // forward-pass time before the newest step's end (<= 0)
     bool from_totals = false;          // the rank's totals, no recorded interval
   };
   // Per rank, over every step since the model opened: the share of the forward passes spent
@@ -74,7 +76,7 @@ class ParallelismView : public LiveView {
   int steps_shown() const;   // at most the "steps" box's value
   void set_steps_shown(int n);
   const std::vector<Segment>& segments() const { return segments_; }
-  int micro_batch_labels() const { return labels_used_; }
+  int micro_batch_labels() const { return labels_used_; }   // "m0", "m1"... drawn
   std::vector<Shares> shares() const;
   // Bytes per token of one tensor-parallel rank (its all-reduces over all stages) and of one
   // rank chain across the stage boundaries: measured over decode steps (per generated token),
@@ -143,6 +145,7 @@ class ParallelismView : public LiveView {
   std::vector<Segment> segments_;
   std::vector<QCPItemRect*> rects_;   // reused frame to frame: creating items is costly
   std::vector<QCPItemText*> labels_;
+  std::vector<QCPItemStraightLine*> cuts_;
   int labels_used_ = 0;
 };
 

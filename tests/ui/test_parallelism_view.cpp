@@ -254,6 +254,31 @@ class TestParallelismView : public QObject {
     QVERIFY(v.caption().contains("step 7") && v.caption().contains("2 micro-batches"));
   }
 
+  void steps_are_drawn_back_to_back_with_the_time_between_them_cut() {
+    ui::ParallelismView v;
+    v.resize(1200, 600);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.set_layout(2, 2, stories_shape());
+    v.set_steps_shown(2);
+    // Two 10 ms steps half a second apart (slow motion): both fill the lanes, the older one from
+    // -20 to -10 ms of forward time.
+    ui::TelemetryFrame f;
+    f.steps.push_back(pipelined_step(1, 1.0, 1));
+    f.steps.push_back(pipelined_step(2, 1.5, 1));
+    const long drawn = v.draw_count();
+    v.add_frame(f);
+    QVERIFY(QTest::qWaitFor([&] { return v.draw_count() > drawn; }, 5000));
+    QCOMPARE(v.steps_shown(), 2);
+    QCOMPARE(int(v.segments().size()), 2 * 4 * 6);
+    double first = 0;
+    for (const auto& g : v.segments()) first = std::min(first, g.begin_ms);
+    QVERIFY(std::abs(first + 20.0) < 1e-3);
+    // Stage 0 computes micro-batch 0 at the start of each step: -20..-18 and -10..-8.
+    QVERIFY(shows_colour(v.lanes_plot(), -19.0, 3, ui::ParallelismView::kind_color(Kind::Compute)));
+    QVERIFY(shows_colour(v.lanes_plot(), -9.0, 3, ui::ParallelismView::kind_color(Kind::Compute)));
+  }
+
   void per_rank_totals_are_drawn_when_no_intervals_were_recorded() {
     ui::ParallelismView v;
     v.resize(1000, 500);
