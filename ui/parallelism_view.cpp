@@ -37,6 +37,15 @@ double forward_span(const StepRecord& s) {
   return f;
 }
 
+// The smallest 1, 1.5, 2, 3, 4, 5, 6 or 8 x 10^k at or above v: finer than nice_ceiling, so that
+// a few steps fill most of the lanes' width.
+double fine_ceiling(double v) {
+  const double decade = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
+    if (m * decade >= v * (1 - 1e-9)) return m * decade;
+  return 10.0 * decade;
+}
+
 }  // namespace
 
 QColor ParallelismView::kind_color(RankSpan::Kind kind) {
@@ -187,6 +196,7 @@ void ParallelismView::clear() {
   decode_allreduce_bytes_ = decode_transfer_bytes_ = decode_tokens_ = 0;
   all_allreduce_bytes_ = all_transfer_bytes_ = all_tokens_ = 0;
   segments_.clear();
+  span_ms_ = 0;
   rebuild_lane_axes();
   update_empty_state();
   replot_all_ = true;
@@ -396,7 +406,11 @@ void ParallelismView::draw_lanes() {
     }
     earliest = start;
   }
-  const double span_ms = n > 0 ? nice_ceiling(std::max(1e-3, -earliest * 1.02)) : 10.0;
+  // The axis spans the steps shown, rounded up to 1, 1.5, 2, 3, 4, 5, 6 or 8 x 10^k, and keeps its
+  // range (and the cached axis layers) until the steps outgrow it or fill less than 60 % of it.
+  const double needed = n > 0 ? std::max(1e-3, -earliest * 1.02) : 10.0;
+  if (needed > span_ms_ || needed < 0.6 * span_ms_) span_ms_ = fine_ceiling(needed);
+  const double span_ms = span_ms_;
   bool changed = set_axis_range(lanes_plot_->xAxis, QCPRange(-span_ms, 0.02 * span_ms));
   // Intervals far shorter than a pixel still get a sliver, so that every all-reduce shows.
   const double min_ms = span_ms / 1500.0;
@@ -441,7 +455,9 @@ void ParallelismView::draw_lanes() {
       }
       QCPItemStraightLine* line = cuts_[cuts++];
       line->setVisible(true);
-      line->setPen(QPen(palette().color(QPalette::Mid), 1, Qt::DashLine));
+      QColor ink = palette().color(QPalette::Text);
+      ink.setAlpha(150);
+      line->setPen(QPen(ink, 1, Qt::DashLine));
       line->point1->setCoords(w.begin_ms, 0);
       line->point2->setCoords(w.begin_ms, 1);
     }

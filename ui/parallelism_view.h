@@ -135,6 +135,7 @@ class ParallelismView : public LiveView {
   QCPBars* comm_bars_;
   QCPBars* bubble_bars_;
   bool replot_all_ = true;
+  double span_ms_ = 0;   // the lanes' time axis, -span_ms_ .. 0
 
   std::deque<StepRecord> steps_;     // the newest steps with rank telemetry
   std::vector<Totals> totals_;       // per lane, since the model opened

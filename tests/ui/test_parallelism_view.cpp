@@ -277,6 +277,13 @@ class TestParallelismView : public QObject {
     // Stage 0 computes micro-batch 0 at the start of each step: -20..-18 and -10..-8.
     QVERIFY(shows_colour(v.lanes_plot(), -19.0, 3, ui::ParallelismView::kind_color(Kind::Compute)));
     QVERIFY(shows_colour(v.lanes_plot(), -9.0, 3, ui::ParallelismView::kind_color(Kind::Compute)));
+    // The cut between them: a dashed line at -10 ms, between the lanes too.
+    const QColor text = v.palette().color(QPalette::Text), base = v.lanes_plot()->palette().color(QPalette::Base);
+    const double a = 150.0 / 255.0;
+    const QColor ink(int(text.red() * a + base.red() * (1 - a)), int(text.green() * a + base.green() * (1 - a)),
+                     int(text.blue() * a + base.blue() * (1 - a)));
+    QVERIFY(shows_colour(v.lanes_plot(), -10.0, 1.5, ink));
+    QVERIFY(!shows_colour(v.lanes_plot(), -5.0, 1.5, ink));
   }
 
   void per_rank_totals_are_drawn_when_no_intervals_were_recorded() {
