@@ -85,7 +85,8 @@ ParallelismView::ParallelismView(QWidget* parent)
   empty_label_->setObjectName("parallelism_empty");
   empty_label_->setWordWrap(true);
   empty_label_->setAlignment(Qt::AlignCenter);
-  el->addWidget(empty_label_);
+  empty_label_->setMaximumWidth(640);
+  el->addWidget(empty_label_, 0, Qt::AlignHCenter);
   settings_button_->setObjectName("parallelism_settings");
   el->addWidget(settings_button_, 0, Qt::AlignHCenter);
   el->addStretch(1);
