@@ -8,6 +8,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -138,6 +139,11 @@ ParallelismView::ParallelismView(QWidget* parent)
       tr("milliseconds of forward passes before the newest step's end (time between steps cut at the dashed "
          "lines; gaps: idle)"));
   lanes_plot_->yAxis->grid()->setVisible(false);
+  connect(lanes_plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+    const QString text = describe_at(e->pos());
+    if (text.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(e->globalPosition().toPoint(), text, lanes_plot_);
+  });
 
   compute_bars_ = new QCPBars(shares_plot_->yAxis, shares_plot_->xAxis);
   comm_bars_ = new QCPBars(shares_plot_->yAxis, shares_plot_->xAxis);
@@ -335,6 +341,30 @@ double ParallelismView::analytic_stage_transfer_per_token() const {
   return double(pp_ - 1) * model_.dim * kActivationBytes;
 }
 
+QString ParallelismView::describe_at(const QPoint& pos) const {
+  const double x = lanes_plot_->xAxis->pixelToCoord(pos.x());
+  const double y = lanes_plot_->yAxis->pixelToCoord(pos.y());
+  const int row = int(std::lround(y));
+  if (std::abs(y - row) > 0.4 || row < 0 || row >= lanes()) return {};
+  const int lane = lanes() - 1 - row;
+  // Slivers are widened to a few pixels when drawn; so is the hit test.
+  const double slack = 3.0 / std::max(1.0, lanes_plot_->axisRect()->width() / lanes_plot_->xAxis->range().size());
+  for (const Segment& g : segments_) {
+    if (g.lane != lane || x < g.begin_ms - slack || x > g.end_ms + slack) continue;
+    const QString kinds[] = {tr("compute"), tr("all-reduce"), tr("send to the next stage"),
+                             tr("receive (waiting for the previous stage)")};
+    QString text = tr("%1 · step %2\n%3%4: %5 ms")
+                       .arg(lane_name(lane / tp_, lane % tp_))
+                       .arg(g.step)
+                       .arg(kinds[int(g.kind)])
+                       .arg(g.from_totals ? tr(" (the step's total)") : tr(", micro-batch %1").arg(g.micro_batch))
+                       .arg(g.end_ms - g.begin_ms, 0, 'f', 3);
+    if (g.bytes > 0) text += tr(", %1").arg(human_bytes(double(g.bytes)));
+    return text;
+  }
+  return tr("%1: idle").arg(lane_name(lane / tp_, lane % tp_));
+}
+
 QString ParallelismView::caption() const { return caption_->text(); }
 
 QString ParallelismView::volume_note() const { return volume_note_->text(); }
@@ -388,13 +418,13 @@ void ParallelismView::draw_lanes() {
     for (const RankTelemetry& r : *s.ranks) {
       if (r.tp_rank < 0 || r.tp_rank >= tp_ || r.pp_stage < 0 || r.pp_stage >= pp_) continue;
       const int lane = r.pp_stage * tp_ + r.tp_rank;
-      auto add = [&](RankSpan::Kind kind, int mb, double b, double e, bool totals) {
+      auto add = [&](RankSpan::Kind kind, int mb, double b, double e, bool totals, uint64_t bytes = 0) {
         if (e <= b) return;
-        segments_.push_back({lane, kind, mb, start + b * 1000.0, start + e * 1000.0, totals});
+        segments_.push_back({lane, kind, mb, start + b * 1000.0, start + e * 1000.0, totals, s.step, bytes});
         micro_batches.push_back(r.micro_batches);
       };
       if (!r.spans.empty()) {
-        for (const RankSpan& x : r.spans) add(x.kind, x.micro_batch, x.begin, x.end, false);
+        for (const RankSpan& x : r.spans) add(x.kind, x.micro_batch, x.begin, x.end, false, x.bytes);
       } else {
         // Totals only: the amounts in causal order (wait for the input, compute, all-reduce).
         double t = 0;
@@ -402,7 +432,7 @@ void ParallelismView::draw_lanes() {
         t += r.recv_seconds;
         add(RankSpan::Kind::Compute, 0, t, t + r.compute_seconds, true);
         t += r.compute_seconds;
-        add(RankSpan::Kind::AllReduce, 0, t, t + r.allreduce_seconds, true);
+        add(RankSpan::Kind::AllReduce, 0, t, t + r.allreduce_seconds, true, r.allreduce_bytes);
       }
     }
     earliest = start;

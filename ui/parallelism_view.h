@@ -62,7 +62,11 @@ class ParallelismView : public LiveView {
     int micro_batch = 0;
     double begin_ms = 0, end_ms = 0;   // forward-pass time before the newest step's end (<= 0)
     bool from_totals = false;          // the rank's totals, no recorded interval
+    quint64 step = 0;
+    uint64_t bytes = 0;                // a communication interval's payload
   };
+  // What the lanes show at a point of the lanes plot (its tooltip), empty where nothing is.
+  QString describe_at(const QPoint& pos) const;
   // Per rank, over every step since the model opened: the share of the forward passes spent
   // computing, communicating (all-reduce, send) and in the bubble (waiting, idle).
   struct Shares {

@@ -252,6 +252,12 @@ class TestParallelismView : public QObject {
     QCOMPARE(v.analytic_allreduce_per_token(), 2.0 * 5 * 64 * 4);
     QCOMPARE(v.analytic_stage_transfer_per_token(), 64.0 * 4);
     QVERIFY(v.caption().contains("step 7") && v.caption().contains("2 micro-batches"));
+    // The tooltip names what is under the pointer.
+    auto at = [plot](double ms, double y) {
+      return QPoint(int(plot->xAxis->coordToPixel(ms)), int(plot->yAxis->coordToPixel(y)));
+    };
+    QCOMPARE(v.describe_at(at(-4.3, 1)), QString("stage 1 · tp 0 · step 7\nall-reduce, micro-batch 0: 1.000 ms, 512 B"));
+    QVERIFY(v.describe_at(at(-2.0, 3)).endsWith("stage 0 · tp 0: idle"));
   }
 
   void steps_are_drawn_back_to_back_with_the_time_between_them_cut() {
