@@ -137,7 +137,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   parallel_error_->setWordWrap(true);
   parallel_error_->setStyleSheet("color: #c0392b;");
   parallel_ranks_->setWordWrap(true);
-  auto* parallel = new QGroupBox(tr("Parallelism (applied when a model is opened)"), this);
+  auto* parallel = new QGroupBox(tr("Parallelism (the open model reopens with a new layout)"), this);
   auto* pf = new QFormLayout(parallel);
   pf->addRow(tr("Tensor parallel size"), tensor_parallel_);
   pf->addRow(tr("Pipeline parallel size"), pipeline_parallel_);
