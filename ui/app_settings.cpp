@@ -21,6 +21,9 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.kv_dtype = kv_dtype.toStdString();
   c.enable_prefix_caching = enable_prefix_caching;
   c.speculative = parse_speculative(speculative.toStdString(), spec_k);   // checked when chosen
+  c.tensor_parallel_size = tensor_parallel_size;
+  c.pipeline_parallel_size = pipeline_parallel_size;
+  c.dist = "threads";
   return c;
 }
 
@@ -45,6 +48,8 @@ AppSettings AppSettings::load() {
   a.enable_prefix_caching = s.value("enable_prefix_caching", a.enable_prefix_caching).toBool();
   a.speculative = s.value("speculative", a.speculative).toString();
   a.spec_k = s.value("spec_k", a.spec_k).toInt();
+  a.tensor_parallel_size = std::max(1, s.value("tensor_parallel_size", a.tensor_parallel_size).toInt());
+  a.pipeline_parallel_size = std::max(1, s.value("pipeline_parallel_size", a.pipeline_parallel_size).toInt());
   s.endGroup();
   a.step_delay_ms = s.value("view/step_delay_ms", a.step_delay_ms).toInt();
   a.theme = s.value("view/theme", a.theme).toString();
@@ -65,6 +70,8 @@ void AppSettings::save() const {
   s.setValue("enable_prefix_caching", enable_prefix_caching);
   s.setValue("speculative", speculative);
   s.setValue("spec_k", spec_k);
+  s.setValue("tensor_parallel_size", tensor_parallel_size);
+  s.setValue("pipeline_parallel_size", pipeline_parallel_size);
   s.endGroup();
   s.setValue("view/step_delay_ms", step_delay_ms);
   s.setValue("view/theme", theme);

@@ -23,6 +23,10 @@ struct AppSettings {
   // "layers:K", "draft:PATH"), and tokens guessed per step (0 = adaptive).
   QString speculative = "off";
   int spec_k = 0;
+  // Tensor and pipeline parallelism (docs/PARALLEL.md): ranks as threads of this process, the
+  // only distribution the GUI runs (MPI starts one process per rank under mpirun).
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
   // Slow motion between engine steps, for watching the KV cache and timeline (0 = off).
   int step_delay_ms = 0;
   QString theme = "system";  // "system", "light", "dark"

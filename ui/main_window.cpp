@@ -31,6 +31,7 @@
 #include "model_defaults.h"
 #include "model_info_panel.h"
 #include "model_library.h"
+#include "parallelism_view.h"
 #include "quant_view.h"
 #include "server_view.h"
 #include "settings_dialog.h"
@@ -59,6 +60,7 @@ MainWindow::MainWindow(QWidget* parent)
       kv_(new KvBlockMap(this)),
       attention_(new AttentionHeatmap(this)),
       timeline_(new TimelineView(this)),
+      parallelism_(new ParallelismView(this)),
       info_panel_(new ModelInfoPanel(this)),
       status_model_(new QLabel(this)),
       status_rate_(new QLabel(this)),
@@ -92,9 +94,11 @@ MainWindow::MainWindow(QWidget* parent)
   kv_dock_ = add_dock(tr("KV cache"), "dock_kv", kv_, Qt::BottomDockWidgetArea);
   attention_dock_ = add_dock(tr("Attention"), "dock_attention", attention_, Qt::BottomDockWidgetArea);
   timeline_dock_ = add_dock(tr("Timeline"), "dock_timeline", timeline_, Qt::BottomDockWidgetArea);
+  parallelism_dock_ = add_dock(tr("Parallelism"), "dock_parallelism", parallelism_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(throughput_dock_, kv_dock_);
   tabifyDockWidget(kv_dock_, attention_dock_);
   tabifyDockWidget(attention_dock_, timeline_dock_);
+  tabifyDockWidget(timeline_dock_, parallelism_dock_);
   throughput_dock_->raise();
   resizeDocks({throughput_dock_}, {380}, Qt::Vertical);
   resizeDocks({info_dock_}, {290}, Qt::Horizontal);
@@ -124,6 +128,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(quant_, &QuantView::run_requested, this, &MainWindow::quant_report_requested);
   connect(quant_, &QuantView::cancel_requested, this, &MainWindow::cancel_quant_report_requested);
   connect(attention_, &AttentionHeatmap::capture_changed, this, &MainWindow::attention_capture_requested);
+  connect(parallelism_, &ParallelismView::settings_requested, this, &MainWindow::open_settings);
   experiments_->load_presets(":/presets/experiments.json");
 
   build_menus();
@@ -180,14 +185,14 @@ void MainWindow::build_menus() {
   library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  for (QDockWidget* d : {info_dock_, throughput_dock_, kv_dock_, attention_dock_, timeline_dock_})
+  for (QDockWidget* d : {info_dock_, throughput_dock_, kv_dock_, attention_dock_, timeline_dock_, parallelism_dock_})
     view->addAction(d->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About LLM Workbench"),
                        tr("<b>LLM Workbench</b><br/>Run local language models and watch the engine work: "
-                          "throughput, KV cache blocks, attention and the step timeline.") +
+                          "throughput, KV cache blocks, attention, the step timeline and what parallel ranks cost.") +
                            "<pre>" + QString::fromStdString(build_info_text()).toHtmlEscaped() + "</pre>");
   });
 }
@@ -267,6 +272,7 @@ bool MainWindow::open_model(const QString& path, const QString& tokenizer_in) {
   kv_->clear();
   throughput_->clear();
   timeline_->clear();
+  parallelism_->reset();
   info_panel_->clear();
   status_model_->setText(tr("Opening %1…").arg(fi.fileName()));
   progress_->setValue(0);
@@ -293,7 +299,7 @@ void MainWindow::on_load_progress(double fraction, const QString& what) {
 }
 
 void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QStringList& vocabulary,
-                                 const EngineConfig&) {
+                                 const EngineConfig& config) {
   if (ticket != load_ticket_) return;
   if (ticket <= cancelled_ticket_) {
     // The load had finished before the worker saw the cancel: the user still said no.
@@ -323,6 +329,7 @@ void MainWindow::on_model_loaded(quint64 ticket, const ModelInfo& info, const QS
   quant_->set_model_ready(true);
   server_->set_model_ready(true);
   attention_->set_model(info.n_layers, info.n_heads, vocabulary);
+  parallelism_->set_layout(config.tensor_parallel_size, config.pipeline_parallel_size, info);
   AppSettings::add_recent_model(loading_path_);
   refresh_recent_menu();
   emit model_ready();
@@ -357,6 +364,7 @@ void MainWindow::on_telemetry(const TelemetryFrame& frame) {
   throughput_->add_frame(frame);
   kv_->add_frame(frame);
   timeline_->add_frame(frame);
+  parallelism_->add_frame(frame);
   if (frame.latest && frame.latest->attention) attention_->set_snapshot(frame.latest->attention);
   // The status line is read, not watched: four updates a second are plenty.
   if (frame.latest && (!status_since_.isValid() || status_since_.elapsed() > 250)) {
@@ -370,17 +378,19 @@ void MainWindow::on_telemetry(const TelemetryFrame& frame) {
 
 void MainWindow::show_error(const QString& message) { banner_->show_message(MessageBanner::Kind::Error, message); }
 
-void MainWindow::set_settings(const AppSettings& s) {
+void MainWindow::set_settings(const AppSettings& s, bool persist) {
   const bool engine_changed = s.threads != settings_.threads || s.block_size != settings_.block_size ||
                               s.max_num_seqs != settings_.max_num_seqs ||
                               s.max_num_batched_tokens != settings_.max_num_batched_tokens ||
                               s.max_model_len != settings_.max_model_len || s.kv_memory_mib != settings_.kv_memory_mib ||
-                              s.enable_prefix_caching != settings_.enable_prefix_caching;
+                              s.enable_prefix_caching != settings_.enable_prefix_caching ||
+                              s.tensor_parallel_size != settings_.tensor_parallel_size ||
+                              s.pipeline_parallel_size != settings_.pipeline_parallel_size;
   // A context length chosen while a model is loaded is that model's from now on.
-  if (loaded_ && s.max_model_len != settings_.max_model_len)
+  if (persist && loaded_ && s.max_model_len != settings_.max_model_len)
     model_defaults::set_context_length(loading_path_, s.max_model_len);
   settings_ = s;
-  settings_.save();
+  if (persist) settings_.save();
   apply_theme(settings_.theme);
   emit step_delay_requested(settings_.step_delay_ms);
   // A new engine configuration takes effect by reopening the model with it.
@@ -389,6 +399,7 @@ void MainWindow::set_settings(const AppSettings& s) {
 
 void MainWindow::open_settings() {
   SettingsDialog dialog(settings_, this);
+  if (loaded_) dialog.set_model(info_);
   if (dialog.exec() == QDialog::Accepted) set_settings(dialog.settings());
 }
 
@@ -419,6 +430,7 @@ QWidget* MainWindow::view_widget(View view) const {
     case View::ModelInfo: return info_panel_;
     case View::Models: return library_;
     case View::Server: return server_;
+    case View::Parallelism: return parallelism_;
   }
   return nullptr;
 }
@@ -436,6 +448,7 @@ void MainWindow::show_view(View view) {
     case View::Attention: attention_dock_->show(); attention_dock_->raise(); break;
     case View::Timeline: timeline_dock_->show(); timeline_dock_->raise(); break;
     case View::ModelInfo: info_dock_->show(); info_dock_->raise(); break;
+    case View::Parallelism: parallelism_dock_->show(); parallelism_dock_->raise(); break;
   }
 }
 

@@ -1,5 +1,5 @@
 // main_window.h — the application window: chat, completion, experiments and quantization in tabs, the
-// live profiling views (throughput, KV cache, attention, timeline) and the model info in docks.
+// live profiling views (throughput, KV cache, attention, timeline, parallelism) and the model info in docks.
 //
 // The window talks to the engine only through signals (requests out) and slots (results in);
 // app/ connects them to the EngineWorker across threads, so nothing here can block on a
@@ -31,6 +31,7 @@ class KvBlockMap;
 class MessageBanner;
 class ModelLibrary;
 class ModelInfoPanel;
+class ParallelismView;
 class QuantView;
 class ServerView;
 class ThroughputChart;
@@ -40,7 +41,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo, Models, Server };
+  enum class View { Chat, Completion, Experiments, Quantization, Throughput, KvCache, Attention, Timeline, ModelInfo, Models, Server, Parallelism };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -58,7 +59,9 @@ class MainWindow : public QMainWindow {
   const ModelInfo& model_info() const { return info_; }
   const QStringList& vocabulary() const { return vocabulary_; }
   const AppSettings& settings() const { return settings_; }
-  void set_settings(const AppSettings& settings);
+  // Applies `settings` (reopening the model when an engine setting changed) and, if `persist`,
+  // saves them as the user's (the screenshot mode's temporary choices are not).
+  void set_settings(const AppSettings& settings, bool persist = true);
 
   CompletionView* completion_view() const { return completion_; }
   ChatView* chat_view() const { return chat_; }
@@ -69,6 +72,7 @@ class MainWindow : public QMainWindow {
   KvBlockMap* kv_map() const { return kv_; }
   AttentionHeatmap* attention_heatmap() const { return attention_; }
   TimelineView* timeline_view() const { return timeline_; }
+  ParallelismView* parallelism_view() const { return parallelism_; }
   ModelInfoPanel* model_info_panel() const { return info_panel_; }
   MessageBanner* banner() const { return banner_; }
   ModelLibrary* model_library() const { return library_; }
@@ -110,6 +114,7 @@ class MainWindow : public QMainWindow {
   void refresh_recent_menu();
   void open_model_dialog();
   void open_folder_dialog();
+  // The Settings dialog, the loaded model's shape given for its checks.
   void open_settings();
   void send_current();
   void stop_current();
@@ -137,11 +142,13 @@ class MainWindow : public QMainWindow {
   KvBlockMap* kv_;
   AttentionHeatmap* attention_;
   TimelineView* timeline_;
+  ParallelismView* parallelism_;
   ModelInfoPanel* info_panel_;
   QDockWidget* throughput_dock_;
   QDockWidget* kv_dock_;
   QDockWidget* attention_dock_;
   QDockWidget* timeline_dock_;
+  QDockWidget* parallelism_dock_;
   QDockWidget* info_dock_;
   QMenu* recent_menu_ = nullptr;
   QLabel* status_model_;

@@ -5,12 +5,15 @@
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include "llmwb/backends.h"
+#include "llmwb/distributed.h"
 #include "llmwb/errors.h"
 
 namespace llmwb::ui {
@@ -44,6 +47,12 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
       prefix_cache_(new QCheckBox(tr("reuse KV blocks of shared prompt prefixes"), this)),
       speculative_(new QComboBox(this)),
       spec_k_(new QSpinBox(this)),
+      tensor_parallel_(new QSpinBox(this)),
+      pipeline_parallel_(new QSpinBox(this)),
+      dist_(new QComboBox(this)),
+      parallel_ranks_(new QLabel(this)),
+      parallel_error_(new QLabel(this)),
+      buttons_(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this)),
       step_delay_(new QSpinBox(this)),
       theme_(new QComboBox(this)) {
   setWindowTitle(tr("Settings"));
@@ -104,17 +113,95 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   ef->addRow(tr("Prefix cache"), prefix_cache_);
   ef->addRow(tr("Speculative decoding"), speculative_);
   ef->addRow(tr("Guessed tokens per step"), spec_k_);
+  // Parallelism: ranks as threads of this process (docs/PARALLEL.md).
+  tensor_parallel_->setObjectName("tensor_parallel_size");
+  tensor_parallel_->setRange(1, 64);
+  tensor_parallel_->setValue(s.tensor_parallel_size);
+  tensor_parallel_->setToolTip(tr("Tensor parallelism (Megatron-LM): every layer's matrices split across this many "
+                                  "ranks, two all-reduces per layer. Must divide the model's KV heads."));
+  pipeline_parallel_->setObjectName("pipeline_parallel_size");
+  pipeline_parallel_->setRange(1, 64);
+  pipeline_parallel_->setValue(s.pipeline_parallel_size);
+  pipeline_parallel_->setToolTip(tr("Pipeline parallelism: the layers split into this many contiguous stages, each "
+                                    "handing its residual stream to the next. At most one stage per layer."));
+  dist_->setObjectName("dist");
+  dist_->addItem(tr("threads (ranks in this process)"), "threads");
+  dist_->addItem(tr("MPI (processes, llmwb-cli only)"), "mpi");
+  if (auto* m = qobject_cast<QStandardItemModel*>(dist_->model())) m->item(1)->setEnabled(false);
+  const QString why_threads =
+      tr("The GUI runs its ranks as threads of its own process, talking through shared memory. MPI starts one "
+         "process per rank under mpirun, which a desktop window cannot be: use llmwb-cli --dist mpi for that.");
+  dist_->setItemData(1, why_threads, Qt::ToolTipRole);
+  dist_->setToolTip(why_threads);
+  parallel_error_->setObjectName("parallel_error");
+  parallel_error_->setWordWrap(true);
+  parallel_error_->setStyleSheet("color: #c0392b;");
+  parallel_ranks_->setWordWrap(true);
+  auto* parallel = new QGroupBox(tr("Parallelism (the open model reopens with a new layout)"), this);
+  auto* pf = new QFormLayout(parallel);
+  pf->addRow(tr("Tensor parallel size"), tensor_parallel_);
+  pf->addRow(tr("Pipeline parallel size"), pipeline_parallel_);
+  pf->addRow(tr("Distribution"), dist_);
+  pf->addRow(parallel_ranks_);
+  pf->addRow(parallel_error_);
+  for (QSpinBox* b : {tensor_parallel_, pipeline_parallel_})
+    connect(b, &QSpinBox::valueChanged, this, &SettingsDialog::update_parallel_check);
+  connect(backend_, &QComboBox::currentIndexChanged, this, &SettingsDialog::update_parallel_check);
+  connect(speculative_, &QComboBox::currentTextChanged, this, &SettingsDialog::update_parallel_check);
   auto* view = new QGroupBox(tr("View"), this);
   auto* vf = new QFormLayout(view);
   vf->addRow(tr("Slow motion per step"), step_delay_);
   vf->addRow(tr("Theme"), theme_);
-  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  connect(buttons_, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons_, &QDialogButtonBox::rejected, this, &QDialog::reject);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(engine);
+  layout->addWidget(parallel);
   layout->addWidget(view);
-  layout->addWidget(buttons);
+  layout->addWidget(buttons_);
+  update_parallel_check();
+}
+
+QPushButton* SettingsDialog::ok_button() const { return buttons_->button(QDialogButtonBox::Ok); }
+
+void SettingsDialog::set_model(const ModelInfo& model) {
+  model_ = model;
+  update_parallel_check();
+}
+
+QString SettingsDialog::parallel_error() const {
+  const int tp = tensor_parallel_->value(), pp = pipeline_parallel_->value();
+  if (tp == 1 && pp == 1) return {};
+  if (backend_->currentData().toString() != "cpu")
+    return tr("Tensor and pipeline parallelism run on the CPU backend (ranks as threads): choose the CPU backend "
+              "or sizes of 1.");
+  if (pp > 1 && speculative_->currentText().trimmed().startsWith("layers"))
+    return tr("pipeline_parallel_size: speculative decoding's early-exit draft (layers:K) runs with pipeline "
+              "parallel size 1.");
+  if (model_) {
+    try {
+      check_parallel_layout(*model_, tp, pp);
+    } catch (const Error& e) {
+      return QString::fromStdString(e.what());
+    }
+  }
+  return {};
+}
+
+void SettingsDialog::update_parallel_check() {
+  const int tp = tensor_parallel_->value(), pp = pipeline_parallel_->value();
+  QString ranks = tp * pp == 1 ? tr("One rank: no parallelism.")
+                               : tr("%1 ranks (%2 x %3), threads of this process sharing the CPU threads above.")
+                                     .arg(tp * pp)
+                                     .arg(tp)
+                                     .arg(pp);
+  if (model_ && model_->n_kv_heads > 0)
+    ranks += " " + tr("The loaded model has %1 KV heads and %2 layers.").arg(model_->n_kv_heads).arg(model_->n_layers);
+  parallel_ranks_->setText(ranks);
+  const QString error = parallel_error();
+  parallel_error_->setText(error);
+  parallel_error_->setVisible(!error.isEmpty());
+  ok_button()->setEnabled(error.isEmpty());
 }
 
 AppSettings SettingsDialog::settings() const {
@@ -131,6 +218,8 @@ AppSettings SettingsDialog::settings() const {
   s.speculative = speculative_->currentText().trimmed();
   if (s.speculative.isEmpty()) s.speculative = "off";
   s.spec_k = spec_k_->value();
+  s.tensor_parallel_size = tensor_parallel_->value();
+  s.pipeline_parallel_size = pipeline_parallel_->value();
   s.step_delay_ms = step_delay_->value();
   s.theme = theme_->currentData().toString();
   return s;
@@ -143,6 +232,7 @@ void SettingsDialog::accept() {
     QMessageBox::warning(this, tr("Speculative decoding"), QString::fromStdString(e.what()));
     return;
   }
+  if (!parallel_error().isEmpty()) return;   // shown inline, OK disabled
   QDialog::accept();
 }
 

@@ -1,12 +1,18 @@
-// settings_dialog.h — engine configuration, slow motion and theme.
+// settings_dialog.h — engine configuration, tensor / pipeline parallelism, slow motion and theme.
 #pragma once
 
 #include <QDialog>
 
+#include <optional>
+
 #include "app_settings.h"
+#include "llmwb/model_info.h"
 
 class QCheckBox;
 class QComboBox;
+class QDialogButtonBox;
+class QLabel;
+class QPushButton;
 class QSpinBox;
 
 namespace llmwb::ui {
@@ -26,6 +32,18 @@ class SettingsDialog : public QDialog {
   AppSettings settings() const;
   QComboBox* backend_box() const { return backend_; }
   QComboBox* speculative_box() const { return speculative_; }
+  QSpinBox* tensor_parallel_box() const { return tensor_parallel_; }
+  QSpinBox* pipeline_parallel_box() const { return pipeline_parallel_; }
+  QComboBox* dist_box() const { return dist_; }
+  QLabel* parallel_error_label() const { return parallel_error_; }
+  QPushButton* ok_button() const;
+
+  // The loaded model, against which the parallel layout is checked (TP must divide its KV
+  // heads, PP at most its layers); without one only what needs no model is checked.
+  void set_model(const ModelInfo& model);
+  // Why the parallel layout cannot run (backend, model, speculation), empty when it can; shown
+  // under the spin boxes, and OK is disabled while it is not empty.
+  QString parallel_error() const;
   // OK: refuses (with a message) a speculation method the engine would not accept.
   void accept() override;
 
@@ -42,6 +60,14 @@ class SettingsDialog : public QDialog {
   QCheckBox* prefix_cache_;
   QComboBox* speculative_;   // editable: draft:PATH is typed
   QSpinBox* spec_k_;
+  QSpinBox* tensor_parallel_;
+  QSpinBox* pipeline_parallel_;
+  QComboBox* dist_;
+  QLabel* parallel_ranks_;
+  QLabel* parallel_error_;
+  QDialogButtonBox* buttons_;
+  std::optional<ModelInfo> model_;
+  void update_parallel_check();
   QSpinBox* step_delay_;
   QComboBox* theme_;
 };

@@ -24,6 +24,7 @@ StepRecord StepRecord::from(const StepTelemetry& t) {
   r.blocks_used = t.blocks_used;
   r.blocks_cached = t.blocks_cached;
   r.blocks_total = t.blocks_total;
+  if (!t.ranks.empty()) r.ranks = std::make_shared<const std::vector<RankTelemetry>>(t.ranks);
   return r;
 }
 

@@ -28,6 +28,9 @@ struct StepRecord {
   int num_running = 0, num_waiting = 0;
   int num_paused = 0;
   int blocks_used = 0, blocks_cached = 0, blocks_total = 0;
+  // Each rank of a tensor / pipeline parallel runner (its spans included), shared so that
+  // copying the record stays cheap; null for one rank.
+  std::shared_ptr<const std::vector<RankTelemetry>> ranks;
 
   static StepRecord from(const StepTelemetry& t);
 };

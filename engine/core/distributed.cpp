@@ -4,11 +4,19 @@
 #include <string>
 
 #include "llmwb/errors.h"
+#include "runner/weight_shards.h"
 #if LLMWB_HAVE_MPI
 #include "runner/mpi/mpi_runner.h"
 #endif
 
 namespace llmwb {
+
+void check_parallel_layout(const ModelInfo& model, int tensor_parallel_size, int pipeline_parallel_size) {
+  ModelConfig c;
+  c.n_kv_heads = model.n_kv_heads;
+  c.n_layers = model.n_layers;
+  check_parallel_layout(c, tensor_parallel_size, pipeline_parallel_size);
+}
 
 bool mpi_built() { return LLMWB_HAVE_MPI != 0; }
 

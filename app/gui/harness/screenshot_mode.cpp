@@ -22,8 +22,11 @@
 #include "chat_view.h"
 #include "completion_view.h"
 #include "experiments_view.h"
+#include "llmwb/distributed.h"
+#include "llmwb/errors.h"
 #include "llmwb/chat_template.h"
 #include "model_library.h"
+#include "parallelism_view.h"
 #include "quant_view.h"
 #include "sampling_params_editor.h"
 #include "step_inspector_view.h"
@@ -266,6 +269,44 @@ void ScreenshotMode::on_speculative_model_ready() {
   if (!wait_for([chat] { return !chat->is_generating(); }, 120)) return fail("the speculative chat reply did not finish");
   if (chat->conversation().stats_at(1).draft_tokens == 0) return fail("no draft token was accepted in the speculative chat");
   if (!capture("chat_speculative")) return;
+  capture_parallelism();
+}
+
+void ScreenshotMode::capture_parallelism() {
+  MainWindow& w = bench_.window();
+  try {
+    check_parallel_layout(w.model_info(), 2, 2);
+  } catch (const Error& e) {
+    // Another model than the stories260K the screenshots are made of: no such picture.
+    QTextStream(stderr) << "llmwb --screenshot-dir: no parallelism.png: " << e.what() << "\n";
+    return finish();
+  }
+  ui::AppSettings parallel = w.settings();
+  parallel.tensor_parallel_size = 2;
+  parallel.pipeline_parallel_size = 2;
+  connect(&w, &MainWindow::model_ready, this, &ScreenshotMode::on_parallel_model_ready, Qt::SingleShotConnection);
+  w.set_settings(parallel, false);   // reopens the model with 4 ranks, as the Settings dialog's OK does
+}
+
+void ScreenshotMode::on_parallel_model_ready() {
+  MainWindow& w = bench_.window();
+  w.show_view(MainWindow::View::Parallelism);
+  w.show_view(MainWindow::View::Completion);
+  ui::CompletionView* c = w.completion_view();
+  c->prompt_editor()->setPlainText("Once upon a time");
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 48;
+  c->sampling()->set_params(greedy);
+  c->generate();
+  if (!wait_for([c] { return !c->is_generating(); }, 120)) return fail("the TP 2 x PP 2 generation did not finish");
+  if (c->last_finish_reason() == FinishReason::Error) return fail("the TP 2 x PP 2 generation failed");
+  if (w.parallelism_view()->steps_held() == 0) return fail("the Parallelism view received no per-rank telemetry");
+  if (!capture("parallelism")) return;
+  finish();
+}
+
+void ScreenshotMode::finish() {
   QTextStream(stdout) << "wrote " << written_.size() << " screenshots to " << dir_ << "\n";
   QApplication::exit(0);
 }

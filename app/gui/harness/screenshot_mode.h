@@ -31,6 +31,11 @@ class ScreenshotMode : public QObject {
   // its accepted draft tokens marked, and the timeline's speculation rows and chart.
   void start_speculative_chat();
   void on_speculative_model_ready();
+  // The model reopened with TP 2 x PP 2 (Settings ▸ Parallelism), a generation, the
+  // Parallelism view. The layout is applied without saving it as the user's.
+  void capture_parallelism();
+  void on_parallel_model_ready();
+  void finish();
   bool capture(const QString& name);
   void fail(const QString& why);
   // Runs the event loop until `done` holds or `seconds` pass; false on timeout.

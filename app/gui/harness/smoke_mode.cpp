@@ -28,7 +28,7 @@ constexpr std::pair<MainWindow::View, const char*> kViews[] = {
     {MainWindow::View::Throughput, "Throughput"}, {MainWindow::View::KvCache, "KV cache"},
     {MainWindow::View::Attention, "Attention"},   {MainWindow::View::Timeline, "Timeline"},
     {MainWindow::View::ModelInfo, "Model info"},  {MainWindow::View::Models, "Models"},
-    {MainWindow::View::Server, "Server"},
+    {MainWindow::View::Server, "Server"},       {MainWindow::View::Parallelism, "Parallelism"},
 };
 
 constexpr double kLoadSeconds = 120;

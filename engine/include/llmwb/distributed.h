@@ -5,6 +5,7 @@
 #pragma once
 
 #include "llmwb/engine_config.h"
+#include "llmwb/model_info.h"
 
 namespace llmwb {
 
@@ -17,5 +18,12 @@ bool is_mpi_worker_process();
 void mpi_start();
 // Serves rank 0's commands with this process's rank of `config`'s model; the process exit code.
 int run_mpi_worker_process(const EngineConfig& config);
+
+// Throws llmwb::Error("tensor_parallel_size" / "pipeline_parallel_size", ...) unless a layout of
+// `tensor_parallel_size` x `pipeline_parallel_size` ranks fits `model`: TP divides its KV heads,
+// 1 <= PP <= its layers. The rule the runners apply at load, for a caller that checks a choice
+// before loading (the GUI's Settings). A quantized column split off block boundaries is found
+// only at load.
+void check_parallel_layout(const ModelInfo& model, int tensor_parallel_size, int pipeline_parallel_size);
 
 }  // namespace llmwb
