@@ -143,6 +143,44 @@ TEST(ThreadPool, CallsFromSeveralThreadsAreSerialised) {
   EXPECT_EQ(total.load(), 2 * 300 * 2);
 }
 
+// A pipeline stage narrows its pool while the stages overlap and widens it when they run in
+// turn: every job runs on exactly the threads of the width in effect, the parked threads take
+// no share, and narrowing and widening back to back (even with no job between, even after the
+// parked threads fell asleep) never loses a thread.
+TEST(ThreadPool, SetWidthRunsJobsOnTheFirstThreadsOnlyAndWidensAgain) {
+  ThreadPool pool(4);
+  EXPECT_EQ(pool.capacity(), 4);
+  const int widths[] = {2, 4, 1, 3, 3, 1, 4, 2, 1, 4};
+  for (int rep = 0; rep < 200; ++rep) {
+    const int w = widths[rep % 10];
+    pool.set_width(w);
+    ASSERT_EQ(pool.size(), w);
+    if (rep % 7 == 3) continue;   // no job at this width
+    if (rep % 50 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(5));   // parked threads asleep
+    std::vector<std::atomic<int>> calls(4);
+    std::atomic<int> bad_nth{0};
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    pool.run([&](int ith, int nth) {
+      if (nth != w) bad_nth++;
+      calls[static_cast<size_t>(ith)]++;
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    });
+    EXPECT_EQ(bad_nth.load(), 0);
+    EXPECT_EQ(ids.size(), static_cast<size_t>(w));
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(calls[static_cast<size_t>(i)].load(), i < w ? 1 : 0) << "width " << w;
+    std::atomic<int64_t> covered{0};
+    pool.parallel_for(1000, [&](int64_t b, int64_t e) { covered += e - b; });
+    ASSERT_EQ(covered.load(), 1000);
+  }
+  pool.set_width(0);   // clamped to one thread
+  EXPECT_EQ(pool.size(), 1);
+  pool.set_width(99);
+  EXPECT_EQ(pool.size(), 4);
+  pool.set_width(2);   // destroyed narrowed: the parked threads still join
+}
+
 // A decode step dispatches a few hundred jobs per token; each dispatch must be cheap. The
 // bound is loose (the test machine is shared), the figure is recorded for comparison.
 TEST(ThreadPool, DispatchOfAnEmptyJobTakesMicroseconds) {

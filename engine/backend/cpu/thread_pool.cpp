@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -67,6 +68,15 @@ thread_local const void* t_running_pool = nullptr;
 
 struct ThreadPool::Impl {
   int n = 1;
+  // set_width: jobs run on threads [0, width); the others are parked, each asleep on its own
+  // `wake` flag rather than on the job generation. A thread parks right after the job that
+  // narrowed the pool (keep: the width that job leaves), having cleared its flag before that
+  // job counted as done; growing sets the flags again and records the generation the woken
+  // threads resume from, so no wake-up is lost and a woken thread takes every later job.
+  alignas(64) std::atomic<int> width{1};
+  int job_n = 1, job_keep = 1;
+  std::unique_ptr<std::atomic<uint32_t>[]> wake;
+  std::atomic<uint32_t> width_generation{0};
   std::vector<std::thread> workers;
 
   // Job state, written by the caller before bumping `generation`.
@@ -103,14 +113,20 @@ struct ThreadPool::Impl {
       if (stop) return;
       t_running_pool = this;
       try {
-        (*fn)(ith, n);
+        (*fn)(ith, job_n);
       } catch (...) {
         record_error();
       }
       t_running_pool = nullptr;
+      const bool park = ith >= job_keep;   // read before the job counts as done
+      if (park) wake[ith].store(0, std::memory_order_seq_cst);
       if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
           caller_sleeping.load(std::memory_order_seq_cst)) {
         pending.notify_one();
+      }
+      if (park) {
+        while (wake[ith].load(std::memory_order_seq_cst) == 0) wake[ith].wait(0);
+        seen = width_generation.load(std::memory_order_seq_cst);
       }
     }
   }
@@ -132,6 +148,10 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(int n_threads) : impl_(new Impl) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_->n = n_threads;
+  impl_->width.store(n_threads);
+  impl_->job_n = impl_->job_keep = n_threads;
+  impl_->wake.reset(new std::atomic<uint32_t>[static_cast<size_t>(n_threads)]);
+  for (int i = 0; i < n_threads; ++i) impl_->wake[static_cast<size_t>(i)].store(1);
   impl_->workers.reserve(static_cast<size_t>(n_threads - 1));
   for (int i = 1; i < n_threads; ++i) {
     impl_->workers.emplace_back([this, i] { impl_->worker_loop(i); });
@@ -139,16 +159,44 @@ ThreadPool::ThreadPool(int n_threads) : impl_(new Impl) {
 }
 
 ThreadPool::~ThreadPool() {
+  set_width(impl_->n);   // parked threads rejoin, to see `stop`
   impl_->stop = true;
   impl_->start_job();
   for (auto& t : impl_->workers) t.join();
   delete impl_;
 }
 
-int ThreadPool::size() const { return impl_->n; }
+int ThreadPool::size() const { return impl_->width.load(std::memory_order_relaxed); }
+
+int ThreadPool::capacity() const { return impl_->n; }
+
+void ThreadPool::set_width(int threads) {
+  threads = std::clamp(threads, 1, impl_->n);
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+  const int old = impl_->width.load(std::memory_order_relaxed);
+  if (threads == old) return;
+  if (threads < old) {
+    // One empty job on the old width, after which the threads it drops park.
+    static const std::function<void(int, int)> nothing = [](int, int) {};
+    impl_->fn = &nothing;
+    impl_->job_n = old;
+    impl_->job_keep = threads;
+    impl_->pending.store(static_cast<uint32_t>(old - 1), std::memory_order_relaxed);
+    impl_->start_job();
+    impl_->wait_job();
+    impl_->width.store(threads, std::memory_order_relaxed);
+    return;
+  }
+  impl_->width_generation.store(impl_->generation.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+  for (int i = old; i < threads; ++i) {
+    impl_->wake[static_cast<size_t>(i)].store(1, std::memory_order_seq_cst);
+    impl_->wake[static_cast<size_t>(i)].notify_one();
+  }
+  impl_->width.store(threads, std::memory_order_relaxed);
+}
 
 void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
-  const int n = impl_->n;
+  const int n = impl_->width.load(std::memory_order_relaxed);
   if (n == 1 || t_running_pool == impl_) {
     // Single thread, or a nested call from inside one of our own jobs: run every share here.
     for (int i = 0; i < n; ++i) fn(i, n);
@@ -156,6 +204,7 @@ void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
   }
   std::lock_guard<std::mutex> lock(impl_->run_mutex);
   impl_->fn = &fn;
+  impl_->job_n = impl_->job_keep = n;
   impl_->error = nullptr;
   impl_->pending.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
   impl_->start_job();
@@ -176,7 +225,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t begin,
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t max_chunks = (n + grain - 1) / grain;
-  const int64_t chunks = std::min<int64_t>(impl_->n, max_chunks);
+  const int64_t chunks = std::min<int64_t>(impl_->width.load(std::memory_order_relaxed), max_chunks);
   if (chunks <= 1) {
     fn(0, n);
     return;

@@ -14,7 +14,13 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // The threads a job runs on: width() (all of them unless set_width lowered it).
   int size() const;
+  int capacity() const;   // the threads the pool holds
+  // Runs the following jobs on the first `threads` threads only (clamped to 1..capacity()); the
+  // others sleep until the width grows again. For a pipeline stage that shares the machine
+  // with the other stages only while they overlap. Call it between jobs, not from one.
+  void set_width(int threads);
   // Runs fn(ith, nth) once on each of the nth = size() threads and returns when all are done.
   void run(const std::function<void(int ith, int nth)>& fn);
   // Splits [0, n) into contiguous chunks (at least `grain` long) and runs fn(begin, end) on them.
