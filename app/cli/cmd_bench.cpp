@@ -46,6 +46,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One rank of a parallel runner over a test's timed steps (StepTelemetry::ranks, summed).
+struct RankTotals {
+  int tp_rank = 0, pp_stage = 0;
+  int64_t steps = 0, micro_batches = 0;
+  double step = 0, compute = 0, allreduce = 0, recv = 0, send = 0, wall = 0, bubble = 0;
+  uint64_t allreduce_bytes = 0, sendrecv_bytes = 0;
+};
+
 struct TestResult {
   std::string name;     // pp128, tg128
   int n_prompt = 0, n_gen = 0;
@@ -58,6 +66,39 @@ struct TestResult {
   int64_t steps = 0;
   double forward_seconds = 0, draft_seconds = 0, step_seconds = 0;
   SpeculativeStats spec;
+  std::vector<RankTotals> ranks;   // parallel runners: per rank, over the timed steps
+
+  void add_ranks(const std::vector<RankTelemetry>& step) {
+    if (ranks.size() != step.size()) ranks.assign(step.size(), {});
+    for (size_t i = 0; i < step.size(); ++i) {
+      const RankTelemetry& t = step[i];
+      RankTotals& k = ranks[i];
+      k.tp_rank = t.tp_rank;
+      k.pp_stage = t.pp_stage;
+      ++k.steps;
+      k.micro_batches += t.micro_batches;
+      k.step += t.step_seconds;
+      k.compute += t.compute_seconds;
+      k.allreduce += t.allreduce_seconds;
+      k.recv += t.recv_seconds;
+      k.send += t.send_seconds;
+      k.wall += t.wall_seconds;
+      k.bubble += t.bubble_seconds;
+      k.allreduce_bytes += t.allreduce_bytes;
+      k.sendrecv_bytes += t.sendrecv_bytes;
+    }
+  }
+  // Per pipeline stage: its ranks' bubble over their wall time.
+  std::vector<double> stage_bubbles() const {
+    std::vector<double> bubble, wall;
+    for (const RankTotals& k : ranks) {
+      if (bubble.size() <= size_t(k.pp_stage)) bubble.resize(size_t(k.pp_stage) + 1), wall.resize(size_t(k.pp_stage) + 1);
+      bubble[size_t(k.pp_stage)] += k.bubble;
+      wall[size_t(k.pp_stage)] += k.wall;
+    }
+    for (size_t i = 0; i < bubble.size(); ++i) bubble[i] = wall[i] > 0 ? bubble[i] / wall[i] : 0.0;
+    return bubble;
+  }
 
   double gflops() const { return median * flops_per_token / 1e9; }
   double peak() const { return std::max(peak_before, peak_after); }
@@ -91,12 +132,21 @@ SamplingParams bench_params(int max_tokens, int samples = 1) {
 }
 
 // Tokens/s of one prompt-processing run: the wall time of the steps until the request ends.
-double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng) {
+// `r` (when given) accumulates the ranks' telemetry.
+double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng, TestResult* r) {
   const std::vector<int> prompt = random_prompt(n_prompt, engine.model_info().vocab_size, rng);
   engine.add_request_tokens(prompt, bench_params(1));
   const auto t0 = Clock::now();
-  while (engine.has_unfinished()) engine.step();
-  return n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
+  double ranks_seconds = 0;   // reading the ranks' telemetry is not the prompt's time
+  while (engine.has_unfinished()) {
+    engine.step();
+    if (r && !engine.telemetry().ranks.empty()) {
+      const auto c0 = Clock::now();
+      r->add_ranks(engine.telemetry().ranks);
+      ranks_seconds += std::chrono::duration<double>(Clock::now() - c0).count();
+    }
+  }
+  return n_prompt / (std::chrono::duration<double>(Clock::now() - t0).count() - ranks_seconds);
 }
 
 // Tokens/s of one generation run: only steps that computed decode tokens and no prompt
@@ -122,6 +172,7 @@ double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& pr
         r->forward_seconds += t.forward_seconds;
         r->draft_seconds += t.draft_seconds;
         r->spec.add(t.speculative_step);
+        if (!t.ranks.empty()) r->add_ranks(t.ranks);
       }
     }
   }
@@ -214,7 +265,7 @@ int run_bench(const std::vector<std::string>& argv) {
     if (with_peak) r.peak_before = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     try {
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
-        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng)
+        const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng, i > 0 ? &r : nullptr)
                                          : run_tg(engine, r.n_gen, samples, tg_prompt, rng, i > 0 ? &r : nullptr);
         if (i > 0) r.samples_ts.push_back(ts);
       }
@@ -272,6 +323,31 @@ int run_bench(const std::vector<std::string>& argv) {
                             {"mean_acceptance_length", s.mean_acceptance_length()},
                             {"acceptance_per_position", per_position}};
       }
+      if (!r.ranks.empty()) {
+        // Seconds per timed step, averaged; bubble_fraction: of the step's wall time, the share
+        // the rank neither computed nor all-reduced (docs/PARALLEL.md).
+        nlohmann::json ranks = nlohmann::json::array();
+        for (const RankTotals& k : r.ranks) {
+          const double n = static_cast<double>(std::max<int64_t>(1, k.steps));
+          ranks.push_back({{"tp_rank", k.tp_rank},
+                           {"pp_stage", k.pp_stage},
+                           {"steps", k.steps},
+                           {"micro_batches", static_cast<double>(k.micro_batches) / n},
+                           {"step_ms", 1e3 * k.step / n},
+                           {"wall_ms", 1e3 * k.wall / n},
+                           {"compute_ms", 1e3 * k.compute / n},
+                           {"allreduce_ms", 1e3 * k.allreduce / n},
+                           {"recv_ms", 1e3 * k.recv / n},
+                           {"send_ms", 1e3 * k.send / n},
+                           {"bubble_ms", 1e3 * k.bubble / n},
+                           {"bubble_fraction", k.wall > 0 ? k.bubble / k.wall : 0.0},
+                           {"allreduce_bytes", static_cast<double>(k.allreduce_bytes) / n},
+                           {"sendrecv_bytes", static_cast<double>(k.sendrecv_bytes) / n}});
+        }
+        j["ranks"] = std::move(ranks);
+        j["pipeline_micro_batches"] = cfg.pipeline_micro_batches;
+        j["stage_bubble_fraction"] = r.stage_bubbles();
+      }
       if (!r.error.empty()) j["error"] = r.error;
       arr.push_back(j);
     }
@@ -303,6 +379,19 @@ int run_bench(const std::vector<std::string>& argv) {
                     100.0 * r.spec.acceptance_rate(), r.spec.mean_acceptance_length(),
                     1e3 * r.draft_seconds / static_cast<double>(r.steps),
                     1e3 * r.forward_seconds / static_cast<double>(r.steps));
+  for (const TestResult& r : results) {
+    if (r.ranks.empty() || cfg.pipeline_parallel_size < 2) continue;
+    double mb = 0;
+    for (const RankTotals& k : r.ranks) mb += static_cast<double>(k.micro_batches) / static_cast<double>(std::max<int64_t>(1, k.steps));
+    std::string stages;
+    for (double b : r.stage_bubbles()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.1f%%", stages.empty() ? "" : " / ", 100.0 * b);
+      stages += buf;
+    }
+    std::printf("%s: pipeline bubble per stage %s (micro-batches per step %.2f)\n", r.name.c_str(), stages.c_str(),
+                mb / static_cast<double>(r.ranks.size()));
+  }
   int failed = 0;
   for (const TestResult& r : results) {
     if (!r.error.empty()) {

@@ -24,7 +24,7 @@ std::string default_model_path() {
 const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
-                                          "tensor-parallel-size", "pipeline-parallel-size", "dist",
+                                          "tensor-parallel-size", "pipeline-parallel-size", "pipeline-micro-batches", "dist",
                                           "quantize", "kv-dtype", "tuning", "spec", "spec-k"};
   return v;
 }
@@ -42,6 +42,9 @@ const char* engine_flags_usage() {
          "  --max-num-seqs N        sequences running at once (default 64)\n"
          "  --tensor-parallel-size N  split each layer across N ranks (must divide the KV heads; default 1)\n"
          "  --pipeline-parallel-size N  split the layers into N stages (default 1)\n"
+         "  --pipeline-micro-batches N|auto  cut each step's batch into N micro-batches that the stages run as a\n"
+         "                          pipeline, overlapping (default auto: the stage count when the step has at\n"
+         "                          least 8 tokens per micro-batch, else 1; 1: stages in turn); no token changes\n"
          "  --dist threads|mpi      how ranks communicate: threads (in-process, default) or mpi (one rank per\n"
          "                          process: mpirun -np N llmwb-cli ...; only rank 0 prints)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
@@ -84,6 +87,9 @@ EngineConfig engine_config_from(const Args& a) {
   c.max_model_len = static_cast<int>(a.integer("max-model-len", 0, 0, 1 << 24));
   c.tensor_parallel_size = static_cast<int>(a.integer("tensor-parallel-size", 1, 1, 64));
   c.pipeline_parallel_size = static_cast<int>(a.integer("pipeline-parallel-size", 1, 1, 64));
+  c.pipeline_micro_batches = a.str("pipeline-micro-batches", "auto") == "auto"
+                                 ? 0
+                                 : static_cast<int>(a.integer("pipeline-micro-batches", 0, 0, 4096));
   c.dist = a.str("dist", "threads");
   if (c.dist == "mpi" && !mpi_built())
     throw UsageError("--dist: 'mpi' is not available: this build has no MPI (install libopenmpi-dev, reconfigure)");

@@ -18,6 +18,9 @@ void validate(const EngineConfig& cfg) {
     throw Error("tensor_parallel_size", "must be in [1, 64], got " + std::to_string(cfg.tensor_parallel_size));
   if (cfg.pipeline_parallel_size < 1 || cfg.pipeline_parallel_size > 64)
     throw Error("pipeline_parallel_size", "must be in [1, 64], got " + std::to_string(cfg.pipeline_parallel_size));
+  if (cfg.pipeline_micro_batches < 0 || cfg.pipeline_micro_batches > 4096)
+    throw Error("pipeline_micro_batches", "must be in [0, 4096] (0: automatic), got " +
+                                              std::to_string(cfg.pipeline_micro_batches));
   if (cfg.block_size < 1 || cfg.block_size > 1024) throw Error("block_size", "must be in [1, 1024], got " + std::to_string(cfg.block_size));
   if (cfg.max_num_seqs < 1) throw Error("max_num_seqs", "must be >= 1");
   if (cfg.max_num_batched_tokens < 1) throw Error("max_num_batched_tokens", "must be >= 1");
@@ -66,7 +69,8 @@ void Engine::Impl::load(const LoadProgress& progress) {
 
   runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights),
                              [&](double f, const std::string& what) { return !progress || progress(0.9 + 0.1 * f, what); },
-                             ParallelLayout{cfg.tensor_parallel_size, cfg.pipeline_parallel_size, cfg.dist, cfg.quantize});
+                             ParallelLayout{cfg.tensor_parallel_size, cfg.pipeline_parallel_size, cfg.dist, cfg.quantize,
+                                            cfg.pipeline_micro_batches});
   caps = runner->capabilities();
   const std::vector<KVDType>& kinds = caps.kv_dtypes;
   if (std::find(kinds.begin(), kinds.end(), kv_dtype) == kinds.end())

@@ -23,7 +23,8 @@ std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int t
   if (layout.dist == "mpi") {
 #if LLMWB_HAVE_MPI
     if (backend != "cpu") throw Error("dist", "mpi runs the cpu backend's ranks");
-    return std::make_unique<MpiRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, layout.quantize);
+    return std::make_unique<MpiRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, layout.quantize,
+                                       layout.micro_batches);
 #else
     throw Error("dist", "this build has no MPI (configure with libopenmpi-dev installed, LLMWB_MPI=ON)");
 #endif
@@ -33,7 +34,8 @@ std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int t
     throw Error("tensor_parallel_size", "the " + backend + " backend runs 1 x 1 (tensor and pipeline "
                                        "parallelism run on the cpu backend, ranks as threads)");
   if (parallel)
-    return std::make_unique<ParallelRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, progress);
+    return std::make_unique<ParallelRunner>(layout.tensor, layout.pipeline, threads, tuning, file, weights, progress,
+                                            layout.micro_batches);
   if (backend == "cpu") return std::make_unique<CpuRunner>(threads, tuning, file, std::move(weights), progress);
   if (backend == "cuda") {
     if (progress && !progress(0.0, "uploading weights to the GPU")) throw Error(file.path, "loading cancelled");

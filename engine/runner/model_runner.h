@@ -78,6 +78,7 @@ struct ParallelLayout {
   int pipeline = 1;
   std::string dist = "threads";   // "threads" or "mpi" (EngineConfig::dist)
   std::string quantize;           // EngineConfig::quantize: every MPI rank must have quantized alike
+  int micro_batches = 0;          // EngineConfig::pipeline_micro_batches (0: automatic)
 };
 
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the

@@ -13,14 +13,17 @@ namespace llmwb {
 
 ParallelRunner::ParallelRunner(int tensor_parallel_size, int pipeline_parallel_size, int threads,
                                const TuningConfig& tuning, ModelFile& file, const LlamaWeights& weights,
-                               const RunnerProgress& progress)
-    : tp_(tensor_parallel_size), pp_(pipeline_parallel_size), vocab_size_(file.config.vocab_size) {
+                               const RunnerProgress& progress, int micro_batches)
+    : tp_(tensor_parallel_size), pp_(pipeline_parallel_size), vocab_size_(file.config.vocab_size),
+      micro_batches_(micro_batches) {
   const ModelConfig& c = file.config;
   check_parallel_layout(c, tp_, pp_);
+  micro_batch_count(micro_batches_, pp_, 0);   // a negative count is an error now, not at the first step
   if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
   const int total = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  // Stages run one after the other (no micro-batches), so a stage's ranks share all the threads.
+  // A stage's ranks share the threads; overlapping stages share them too (parallel_runner.h).
   const int per_rank = std::max(1, total / tp_);
+  overlap_threads_ = std::max(1, total / (tp_ * pp_));
   world_ = std::make_unique<ThreadGroup>(tp_ * pp_);
   for (int p = 0; p < pp_; ++p) tp_groups_.push_back(std::make_unique<ThreadGroup>(tp_));
   for (int p = 0; p < pp_; ++p)
@@ -30,6 +33,7 @@ ParallelRunner::ParallelRunner(int tensor_parallel_size, int pipeline_parallel_s
         throw Error(file.path, "loading cancelled");
       ranks_.push_back(std::make_unique<RankWorker>(c, weights, t, tp_, p, pp_, per_rank, tuning,
                                                     tp_groups_[size_t(p)]->communicator(t), world_->communicator(r)));
+      ranks_.back()->set_overlap_threads(overlap_threads_);
     }
   workers_ = std::make_unique<ThreadPool>(tp_ * pp_);
 }
@@ -53,11 +57,14 @@ void ParallelRunner::copy_blocks(std::span<const BlockCopy> copies) {
 
 void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                              DeviceSampled*) {
+  const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()));
+  const std::vector<MicroBatch> micro = m > 1 ? split_micro_batches(batch, m) : std::vector<MicroBatch>{};
+  const auto origin = SpanLog::Clock::now();
   std::vector<std::exception_ptr> errors(ranks_.size());
   workers_->run([&](int ith, int) {
     RankWorker& r = *ranks_[size_t(ith)];
     try {
-      r.run(batch, record_layer, record);
+      r.run(batch, micro, record_layer, record, origin);
     } catch (...) {
       errors[size_t(ith)] = std::current_exception();
       std::string why = "a rank failed";
@@ -76,6 +83,14 @@ void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int recor
   std::vector<const RankWorker*> last;
   for (int t = 0; t < tp_; ++t) last.push_back(ranks_[size_t((pp_ - 1) * tp_ + t)].get());
   gather_vocab_ranges(last, batch.num_logit_rows, vocab_size_, logits);
+  last_.clear();
+  std::vector<double> ends;
+  for (const auto& r : ranks_) {
+    last_.push_back(r->last_step());
+    ends.push_back(r->end_seconds());
+  }
+  fill_bubbles(last_, ends);
+  for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i]->count_bubble(last_[i]);
 }
 
 void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int rows, int vocab, float* logits) {
@@ -87,11 +102,7 @@ void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int r
   }
 }
 
-std::vector<RankTelemetry> ParallelRunner::rank_telemetry() const {
-  std::vector<RankTelemetry> out;
-  for (const auto& r : ranks_) out.push_back(r->last_step());
-  return out;
-}
+std::vector<RankTelemetry> ParallelRunner::rank_telemetry() const { return last_; }
 
 std::vector<RankStats> ParallelRunner::rank_stats() const {
   std::vector<RankStats> out;

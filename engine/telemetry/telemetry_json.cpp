@@ -62,11 +62,19 @@ std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
   j["sequences"] = std::move(seqs);
   if (!t.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
-    for (const RankTelemetry& r : t.ranks)
+    for (const RankTelemetry& r : t.ranks) {
+      // Each span as [kind, begin, end, micro_batch, bytes], seconds since the step's start.
+      nlohmann::json spans = nlohmann::json::array();
+      for (const RankSpan& s : r.spans)
+        spans.push_back({rank_span_kind_name(s.kind), s.begin, s.end, s.micro_batch, s.bytes});
       ranks.push_back({{"tp_rank", r.tp_rank}, {"pp_stage", r.pp_stage}, {"step_seconds", r.step_seconds},
                        {"compute_seconds", r.compute_seconds}, {"allreduce_seconds", r.allreduce_seconds},
-                       {"recv_seconds", r.recv_seconds}, {"allreduce_bytes", r.allreduce_bytes},
-                       {"sendrecv_bytes", r.sendrecv_bytes}});
+                       {"recv_seconds", r.recv_seconds}, {"send_seconds", r.send_seconds},
+                       {"allreduce_bytes", r.allreduce_bytes}, {"sendrecv_bytes", r.sendrecv_bytes},
+                       {"micro_batches", r.micro_batches}, {"wall_seconds", r.wall_seconds},
+                       {"bubble_seconds", r.bubble_seconds}, {"bubble_fraction", r.bubble_fraction},
+                       {"spans", std::move(spans)}});
+    }
     j["ranks"] = std::move(ranks);
   }
   if (with_blocks) {

@@ -42,6 +42,7 @@ struct EngineConfig {
   std::string tokenizer;             // optional: .model (SentencePiece) or llama2.c tokenizer .bin
   int tensor_parallel_size = 1;      // shards per layer (docs/PARALLEL.md); CPU backend
   int pipeline_parallel_size = 1;    // layer stages (docs/PARALLEL.md); CPU backend
+  int pipeline_micro_batches = 0;    // micro-batches a step is cut into so that stages overlap; 0 = automatic
   std::string dist = "threads";      // how ranks talk: "threads" (in-process) or "mpi" (mpirun)
   std::string backend = "cpu";       // "cpu" or "cuda"
   int threads = 0;                   // CPU threads; 0 = all hardware threads

@@ -51,6 +51,16 @@ struct RankSpan {
   int micro_batch = 0;        // which micro-batch of the step (0 without micro-batches)
   uint64_t bytes = 0;         // payload of a communication span
 };
+// "compute", "allreduce", "send", "recv" (the --trace JSON's names).
+inline const char* rank_span_kind_name(RankSpan::Kind k) {
+  switch (k) {
+    case RankSpan::Kind::Compute: return "compute";
+    case RankSpan::Kind::AllReduce: return "allreduce";
+    case RankSpan::Kind::Send: return "send";
+    case RankSpan::Kind::Recv: return "recv";
+  }
+  return "?";
+}
 
 // One rank of a tensor / pipeline parallel runner in one step (docs/PARALLEL.md).
 struct RankTelemetry {
@@ -58,11 +68,19 @@ struct RankTelemetry {
   int micro_batches = 1;          // the step's batch split into this many pipeline micro-batches
   std::vector<RankSpan> spans;    // in time order; empty where the runner does not record them
   double step_seconds = 0;        // the rank's whole step
-  double compute_seconds = 0;     // step - all-reduce - recv
+  double compute_seconds = 0;     // step - all-reduce - recv - send
   double allreduce_seconds = 0;   // in the tensor-parallel all-reduces, waiting for the others included
   double recv_seconds = 0;        // waiting for the previous pipeline stage (its bubble and the transfer)
   uint64_t allreduce_bytes = 0;   // payload this rank all-reduced
   uint64_t sendrecv_bytes = 0;    // residual stream received from / sent to a neighbouring stage
+  double send_seconds = 0;        // handing the residual stream on (waiting for the next stage to take it)
+  // The pipeline bubble: of the step's wall time (wall_seconds: from the step's start to the
+  // end of its slowest rank, the same for every rank of the step) the time this rank neither
+  // computed nor all-reduced: waiting for its input, blocked handing on its output, idle before
+  // its first micro-batch arrived or after its last left. bubble_fraction = bubble / wall.
+  double wall_seconds = 0;
+  double bubble_seconds = 0;
+  double bubble_fraction = 0;
 };
 
 struct StepTelemetry {

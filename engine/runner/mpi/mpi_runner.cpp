@@ -52,8 +52,9 @@ std::string fingerprint(const ModelFile& f, int tp, int pp, const std::string& q
          std::to_string(c.vocab_size) + ", " + std::to_string(bytes) + " bytes of tensors, quantize '" + quantize + "'";
 }
 
-std::vector<int64_t> flatten(const ForwardBatch& b) {
-  std::vector<int64_t> v{int64_t(b.step), b.num_logit_rows, b.exit_layers, int64_t(b.tokens.size())};
+// The step's batch and the micro-batch count rank 0 chose for it (every rank cuts it alike).
+std::vector<int64_t> flatten(const ForwardBatch& b, int micro_batches) {
+  std::vector<int64_t> v{int64_t(b.step), b.num_logit_rows, b.exit_layers, micro_batches, int64_t(b.tokens.size())};
   v.insert(v.end(), b.tokens.begin(), b.tokens.end());
   v.push_back(int64_t(b.seqs.size()));
   for (const ForwardSeq& s : b.seqs) {
@@ -64,11 +65,12 @@ std::vector<int64_t> flatten(const ForwardBatch& b) {
   return v;
 }
 
-void unflatten(const std::vector<int64_t>& v, ForwardBatch& b, std::vector<std::vector<int>>& tables) {
+int unflatten(const std::vector<int64_t>& v, ForwardBatch& b, std::vector<std::vector<int>>& tables) {
   size_t i = 0;
   b.step = uint64_t(v[i++]);
   b.num_logit_rows = int(v[i++]);
   b.exit_layers = int(v[i++]);
+  const int micro_batches = int(v[i++]);
   b.tokens.assign(v.begin() + int64_t(i + 1), v.begin() + int64_t(i + 1) + v[i]);
   i += 1 + size_t(v[i]);
   const size_t ns = size_t(v[i++]);
@@ -87,6 +89,27 @@ void unflatten(const std::vector<int64_t>& v, ForwardBatch& b, std::vector<std::
     i += nb;
     s.block_table = &tables[k];
   }
+  return micro_batches;
+}
+
+// A worker's telemetry of the step to rank 0: its head, then its spans.
+void send_telemetry(Communicator& world, const RankTelemetry& t) {
+  const std::vector<float> head = pack_telemetry_head(t), spans = pack_telemetry_spans(t);
+  world.send(head.data(), int64_t(head.size()), 0);
+  if (!spans.empty()) world.send(spans.data(), int64_t(spans.size()), 0);
+}
+
+RankTelemetry receive_telemetry(Communicator& world, int from) {
+  RankTelemetry t;
+  std::vector<float> buf(static_cast<size_t>(kTelemetryHeadFloats));
+  world.recv(buf.data(), kTelemetryHeadFloats, from);
+  const int n = unpack_telemetry_head(buf.data(), t);
+  if (n > 0) {
+    buf.resize(size_t(n) * size_t(kSpanFloats));
+    world.recv(buf.data(), int64_t(buf.size()), from);
+    unpack_telemetry_spans(buf.data(), n, t);
+  }
+  return t;
 }
 
 int threads_for(int threads, int world) {
@@ -112,10 +135,11 @@ void mpi_release_workers() {
 }
 
 MpiRunner::MpiRunner(int tp, int pp, int threads, const TuningConfig& tuning, ModelFile& file,
-                     const LlamaWeights& weights, const std::string& quantize)
-    : tp_(tp), pp_(pp), vocab_(file.config.vocab_size) {
+                     const LlamaWeights& weights, const std::string& quantize, int micro_batches)
+    : tp_(tp), pp_(pp), vocab_(file.config.vocab_size), micro_batches_(micro_batches) {
   mpi_ensure_initialized();
   check_parallel_layout(file.config, tp, pp);
+  micro_batch_count(micro_batches_, pp, 0);   // a negative count is an error before any process starts work
   const int world = mpi_world_size();
   if (world != tp * pp)
     throw Error("tensor_parallel_size", "--dist mpi: the job has " + std::to_string(world) +
@@ -154,8 +178,10 @@ void MpiRunner::copy_blocks(std::span<const BlockCopy> copies) {
 
 void MpiRunner::execute(const ForwardBatch& batch, float* logits, int, AttentionRecord*, DeviceSampled*) {
   try {
-    send_command(*world_, kExecute, flatten(batch));
-    worker_->run(batch, -1, nullptr);
+    const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()));
+    const auto origin = SpanLog::Clock::now();
+    send_command(*world_, kExecute, flatten(batch, m));
+    worker_->run(batch, m > 1 ? split_micro_batches(batch, m) : std::vector<MicroBatch>{}, -1, nullptr, origin);
     const int rows = batch.num_logit_rows;
     for (int t = 0; t < tp_; ++t) {
       const int src = (pp_ - 1) * tp_ + t;
@@ -171,6 +197,16 @@ void MpiRunner::execute(const ForwardBatch& batch, float* logits, int, Attention
       }
       for (int i = 0; i < rows; ++i) std::copy(from + i * vl, from + (i + 1) * vl, logits + int64_t(i) * vocab_ + v0);
     }
+    // Every rank's telemetry, each timed from its own start of the step (the command's
+    // arrival: the broadcast aligns them to within its latency); the wall is the longest.
+    last_.assign(1, worker_->last_step());
+    std::vector<double> ends{worker_->end_seconds()};
+    for (int r = 1; r < tp_ * pp_; ++r) {
+      last_.push_back(receive_telemetry(*world_, r));
+      ends.push_back(last_.back().step_seconds);
+    }
+    fill_bubbles(last_, ends);
+    worker_->count_bubble(last_[0]);
   } catch (const std::exception& e) {
     world_->abort(e.what());
   }
@@ -216,12 +252,15 @@ int run_mpi_worker(const EngineConfig& cfg) {
           worker->copy_blocks(copies);
           break;
         }
-        case kExecute:
-          unflatten(payload, batch, tables);
-          worker->run(batch, -1, nullptr);
+        case kExecute: {
+          const auto origin = SpanLog::Clock::now();
+          const int m = unflatten(payload, batch, tables);
+          worker->run(batch, m > 1 ? split_micro_batches(batch, m) : std::vector<MicroBatch>{}, -1, nullptr, origin);
           if (worker->last_stage())
             world.send(worker->logits().data(), int64_t(batch.num_logit_rows) * worker->vocab_size(), 0);
+          send_telemetry(world, worker->last_step());
           break;
+        }
         case kClose:
           worker.reset();
           tp_group.reset();
