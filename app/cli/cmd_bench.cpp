@@ -92,7 +92,10 @@ struct TestResult {
   std::vector<double> stage_bubbles() const {
     std::vector<double> bubble, wall;
     for (const RankTotals& k : ranks) {
-      if (bubble.size() <= size_t(k.pp_stage)) bubble.resize(size_t(k.pp_stage) + 1), wall.resize(size_t(k.pp_stage) + 1);
+      if (bubble.size() <= size_t(k.pp_stage)) {
+        bubble.resize(size_t(k.pp_stage) + 1);
+        wall.resize(size_t(k.pp_stage) + 1);
+      }
       bubble[size_t(k.pp_stage)] += k.bubble;
       wall[size_t(k.pp_stage)] += k.wall;
     }

@@ -103,6 +103,7 @@ void RankWorker::run(const ForwardBatch& batch, const std::vector<MicroBatch>& m
     log_.end_compute();
     if (!last) world_comm_.send(act_out_.data(), rows, (p_ + 1) * tp_ + t_);
   }
+  if (mine && !record->rows.empty()) record->layer = record_layer;   // the model's numbering, not the stage's
   RankTelemetry& k = last_;
   k.micro_batches = m;
   k.spans = log_.spans();

@@ -1,6 +1,8 @@
 // Tensor and pipeline parallelism on the CPU (parallel_runner.h): the in-process communicator's
 // collectives, and greedy tokens and logits of TP 2 / 4, PP 2 and TP 2 x PP 2 against the one-rank
-// runner on stories260K and on random MHA, GQA and Q8_0 models.
+// runner on stories260K and on random MHA, GQA and Q8_0 models; pipeline micro-batches (the
+// cut, the same tokens and logits with 1 / 2 / 4 of them, the attention heatmap across them,
+// the per-rank spans and bubble, a failing rank mid-pipeline).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "model/llama_weights.h"
 #include "parallel/thread_communicator.h"
 #include "runner/cpu_runner.h"
+#include "runner/micro_batches.h"
 #include "runner/parallel_runner.h"
 #include "support/test_support.h"
 
@@ -172,6 +175,101 @@ GreedyRun run_model(const std::string& path, int tp, int pp, int steps) {
   return greedy(*r, file->config, steps);
 }
 
+// Four sequences at once (prompts of 19, 6, 1 and 9 tokens, the longest first: a prefill of 35
+// tokens that micro-batch cuts fall inside of), then batched decode of four tokens a step.
+// Sequence 1 asks for every prompt token's logits (all_logits) in its prefill; sequence 0's
+// attention at `record_layer` is recorded every step into `records`.
+GreedyRun greedy4(ModelRunner& runner, const ModelConfig& c, int steps, int record_layer = -1,
+                  std::vector<AttentionRecord>* records = nullptr) {
+  runner.allocate_kv(32, 4, KVDType::F32);
+  std::vector<std::vector<int>> tables(4);
+  for (int q = 0; q < 4; ++q)
+    for (int b = 0; b < 8; ++b) tables[size_t(q)].push_back(q * 8 + b);
+  std::vector<std::vector<int>> seq(4);
+  for (int i = 0; i < 19; ++i) seq[0].push_back((7 * i + 3) % c.vocab_size);
+  seq[1] = {1, 5, 9, 17, 33, 4};
+  seq[2] = {11};
+  for (int i = 0; i < 9; ++i) seq[3].push_back((13 * i + 40) % c.vocab_size);
+  std::vector<int> pos(4, 0);
+  GreedyRun out;
+  for (int s = 0; s < steps; ++s) {
+    ForwardBatch b;
+    b.step = uint64_t(s + 1);
+    int rows = 0;
+    std::vector<int> last_row(4);
+    for (int q = 0; q < 4; ++q) {
+      ForwardSeq fs;
+      fs.first = int(b.tokens.size());
+      const std::vector<int>& toks = seq[size_t(q)];
+      fs.n_tokens = int(toks.size()) - pos[size_t(q)];
+      fs.start_pos = pos[size_t(q)];
+      fs.block_table = &tables[size_t(q)];
+      fs.logits_row = rows;
+      fs.all_logits = q == 1 && s == 0;
+      fs.capture_attention = q == 0;
+      rows += fs.all_logits ? fs.n_tokens : 1;
+      last_row[size_t(q)] = rows - 1;
+      b.tokens.insert(b.tokens.end(), toks.begin() + pos[size_t(q)], toks.end());
+      b.seqs.push_back(fs);
+    }
+    b.num_logit_rows = rows;
+    std::vector<float> logits(size_t(rows) * size_t(c.vocab_size));
+    AttentionRecord rec;
+    runner.execute(b, logits.data(), record_layer, records ? &rec : nullptr, nullptr);
+    if (records) records->push_back(rec);
+    out.logits.push_back(logits);
+    for (int q = 0; q < 4; ++q) {
+      pos[size_t(q)] = int(seq[size_t(q)].size());
+      const int t = argmax(logits.data() + int64_t(last_row[size_t(q)]) * c.vocab_size, c.vocab_size);
+      seq[size_t(q)].push_back(t);
+      out.tokens.push_back(t);
+    }
+  }
+  return out;
+}
+
+struct LoadedModel {
+  std::unique_ptr<ModelFile> file;
+  LlamaWeights weights;
+  explicit LoadedModel(const std::string& path) : file(load_model_file(path)), weights(LlamaWeights::bind(*file)) {}
+};
+
+std::unique_ptr<ModelRunner> make_runner(LoadedModel& m, int tp, int pp, int micro_batches, int threads = 2) {
+  if (tp == 1 && pp == 1) return std::make_unique<CpuRunner>(threads, TuningConfig{}, *m.file, m.weights, nullptr);
+  return std::make_unique<ParallelRunner>(tp, pp, threads, TuningConfig{}, *m.file, m.weights, nullptr, micro_batches);
+}
+
+double max_abs_difference(const GreedyRun& a, const GreedyRun& b) {
+  double d = 0;
+  for (size_t s = 0; s < a.logits.size(); ++s)
+    for (size_t i = 0; i < a.logits[s].size(); ++i)
+      d = std::max(d, double(std::fabs(a.logits[s][i] - b.logits[s][i])));
+  return d;
+}
+
+// PP 2 and TP 2 x PP 2 with 1, 2 and 4 micro-batches (and automatic) against one rank: the same
+// greedy tokens; pipeline stages alone give the same bits whatever the cut (every kernel
+// computes a row alone, attention reads the earlier pieces' K/V from the cache), and TP 2 x PP 2
+// the same bits as its own run without micro-batches (the all-reduce's order is the only
+// difference from one rank: within 1e-5).
+void expect_micro_batches_change_nothing(const std::string& path, int steps) {
+  LoadedModel m(path);
+  const ModelConfig& c = m.file->config;
+  const GreedyRun one = greedy4(*make_runner(m, 1, 1, 0), c, steps);
+  for (int tp : {1, 2}) {
+    const GreedyRun whole = greedy4(*make_runner(m, tp, 2, 1), c, steps);
+    EXPECT_EQ(whole.tokens, one.tokens) << "tp " << tp;
+    EXPECT_LE(max_relative_difference(one, whole), tp == 1 ? 0.0 : 1e-5) << "tp " << tp;
+    for (int mb : {2, 4, 0}) {
+      SCOPED_TRACE("tp " + std::to_string(tp) + " x pp 2, micro-batches " + std::to_string(mb));
+      const GreedyRun cut = greedy4(*make_runner(m, tp, 2, mb), c, steps);
+      EXPECT_EQ(cut.tokens, one.tokens);
+      EXPECT_EQ(max_abs_difference(cut, whole), 0.0);
+      EXPECT_LE(max_relative_difference(one, cut), tp == 1 ? 0.0 : 1e-5);
+    }
+  }
+}
+
 void expect_same_as_one_rank(const std::string& path, const std::vector<std::pair<int, int>>& layouts, int steps,
                              double tolerance = 1e-5) {
   const GreedyRun one = run_model(path, 1, 1, steps);
@@ -209,6 +307,253 @@ TEST(ParallelRunner, Q8ModelSplitsOnBlockBoundariesAndMatchesOneRank) {
   const std::string m = test::make_test_model("parallel", "q8", 128, 128, 4, 2, 320, DType::Q8_0, 13);
   expect_same_as_one_rank(m, {{2, 1}}, 6, 2e-2);
   expect_same_as_one_rank(m, {{1, 2}}, 6, 0.0);
+}
+
+TEST(MicroBatches, TheCutFollowsTokenRangesSplitsSequencesAndMapsLogitsRows) {
+  const std::vector<int> t0{0, 1, 2}, t1{3}, t2{4, 5};
+  ForwardBatch b;
+  b.step = 7;
+  b.tokens = {10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32};
+  // seq 0: 7 new tokens after 2 cached, its last token's logits in row 2; seq 1: one decode
+  // token, row 1; seq 2: 3 tokens, every token's logits in rows 3..5, its attention captured.
+  b.seqs.push_back(ForwardSeq{0, 7, 2, &t0, 2});
+  b.seqs.push_back(ForwardSeq{7, 1, 40, &t1, 1});
+  b.seqs.back().decode = true;
+  b.seqs.push_back(ForwardSeq{8, 3, 0, &t2, 3});
+  b.seqs.back().all_logits = true;
+  b.seqs.back().capture_attention = true;
+  b.num_logit_rows = 6;   // row 0 unused: logits rows need not be dense for the cut
+  const std::vector<MicroBatch> mb = split_micro_batches(b, 3);
+  ASSERT_EQ(mb.size(), 3u);
+  // Tokens [0, 3), [3, 7), [7, 11).
+  EXPECT_EQ(mb[0].token0, 0);
+  EXPECT_EQ(mb[1].token0, 3);
+  EXPECT_EQ(mb[2].token0, 7);
+  EXPECT_EQ(mb[0].batch.tokens, (std::vector<int>{10, 11, 12}));
+  EXPECT_EQ(mb[1].batch.tokens, (std::vector<int>{13, 14, 15, 16}));
+  EXPECT_EQ(mb[2].batch.tokens, (std::vector<int>{20, 30, 31, 32}));
+  // Seq 0 in two pieces: positions 2..4 without logits, then 5..8 with the last token's.
+  ASSERT_EQ(mb[0].batch.seqs.size(), 1u);
+  EXPECT_EQ(mb[0].batch.seqs[0].first, 0);
+  EXPECT_EQ(mb[0].batch.seqs[0].n_tokens, 3);
+  EXPECT_EQ(mb[0].batch.seqs[0].start_pos, 2);
+  EXPECT_EQ(mb[0].batch.seqs[0].logits_row, -1);
+  EXPECT_EQ(mb[0].batch.num_logit_rows, 0);
+  ASSERT_EQ(mb[1].batch.seqs.size(), 1u);
+  EXPECT_EQ(mb[1].batch.seqs[0].first, 0);
+  EXPECT_EQ(mb[1].batch.seqs[0].n_tokens, 4);
+  EXPECT_EQ(mb[1].batch.seqs[0].start_pos, 5);
+  EXPECT_EQ(mb[1].batch.seqs[0].block_table, &t0);
+  EXPECT_EQ(mb[1].batch.seqs[0].logits_row, 0);
+  EXPECT_EQ(mb[1].logit_rows, (std::vector<int>{2}));
+  // The decode token and all of seq 2.
+  ASSERT_EQ(mb[2].batch.seqs.size(), 2u);
+  EXPECT_EQ(mb[2].batch.seqs[0].first, 0);
+  EXPECT_EQ(mb[2].batch.seqs[0].start_pos, 40);
+  EXPECT_TRUE(mb[2].batch.seqs[0].decode);
+  EXPECT_EQ(mb[2].batch.seqs[1].first, 1);
+  EXPECT_EQ(mb[2].batch.seqs[1].logits_row, 1);
+  EXPECT_TRUE(mb[2].batch.seqs[1].all_logits);
+  EXPECT_EQ(mb[2].batch.num_logit_rows, 4);
+  EXPECT_EQ(mb[2].logit_rows, (std::vector<int>{1, 3, 4, 5}));
+  EXPECT_FALSE(mb[0].captures_attention);
+  EXPECT_TRUE(mb[2].captures_attention);
+  // Step ids: distinct, not the step's, and 0 stays 0 (derived again at every use).
+  EXPECT_NE(mb[0].batch.step, b.step);
+  EXPECT_NE(mb[0].batch.step, mb[1].batch.step);
+  EXPECT_NE(mb[1].batch.step, mb[2].batch.step);
+  b.step = 0;
+  EXPECT_EQ(split_micro_batches(b, 2)[1].batch.step, 0u);
+  // An all_logits sequence cut in two: each piece its own rows.
+  const std::vector<MicroBatch> two = split_micro_batches(b, 2);   // [0, 5), [5, 11)
+  EXPECT_EQ(two[0].batch.num_logit_rows, 0);
+  EXPECT_EQ(two[1].logit_rows, (std::vector<int>{2, 1, 3, 4, 5}));
+  // More micro-batches than tokens: one token each.
+  EXPECT_EQ(split_micro_batches(b, 50).size(), 11u);
+}
+
+TEST(MicroBatches, CountIsOneWithoutStagesAutomaticNeedsEnoughTokensAndNegativeIsAnError) {
+  EXPECT_EQ(micro_batch_count(0, 1, 500), 1);
+  EXPECT_EQ(micro_batch_count(4, 1, 500), 1);
+  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens), 2);
+  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens - 1), 1);
+  EXPECT_EQ(micro_batch_count(0, 4, 1000), 4);
+  EXPECT_EQ(micro_batch_count(3, 2, 64), 3);
+  EXPECT_EQ(micro_batch_count(4, 2, 3), 3);   // at least a token each
+  EXPECT_EQ(micro_batch_count(4, 2, 1), 1);
+  const std::string e = test::error_of([] { micro_batch_count(-1, 2, 10); });
+  EXPECT_NE(e.find("pipeline_micro_batches"), std::string::npos) << e;
+}
+
+TEST(ParallelRunner, MicroBatchesChangeNoTokenOnStories260K) {
+  expect_micro_batches_change_nothing(test::shared_path("models/stories260K/stories260K.gguf"), 6);
+}
+
+TEST(ParallelRunner, MicroBatchesChangeNoTokenOnRandomMhaAndGqaModels) {
+  expect_micro_batches_change_nothing(test::make_test_model("parallel", "mha", 64, 96, 4, 4, 300, DType::F32, 11), 5);
+  expect_micro_batches_change_nothing(test::make_test_model("parallel", "gqa", 64, 128, 8, 4, 301, DType::F16, 12), 5);
+}
+
+TEST(ParallelRunner, TheAttentionHeatmapRecordsAcrossMicroBatches) {
+  // Layer 3 of stories260K is in stage 1 (layers 2-4); sequence 0's 19 prompt tokens span
+  // micro-batches 0 and 1 of 4 (35 tokens), so its rows come from two pieces.
+  LoadedModel m(test::shared_path("models/stories260K/stories260K.gguf"));
+  std::vector<AttentionRecord> one, cut;
+  greedy4(*make_runner(m, 1, 1, 0), m.file->config, 3, 3, &one);
+  greedy4(*make_runner(m, 1, 2, 4), m.file->config, 3, 3, &cut);
+  ASSERT_EQ(one.size(), cut.size());
+  for (size_t s = 0; s < one.size(); ++s) {
+    EXPECT_EQ(cut[s].layer, one[s].layer);
+    EXPECT_EQ(cut[s].n_heads, one[s].n_heads);
+    EXPECT_EQ(cut[s].start_pos, one[s].start_pos);
+    ASSERT_EQ(cut[s].rows.size(), one[s].rows.size()) << "step " << s;
+    for (size_t r = 0; r < one[s].rows.size(); ++r) EXPECT_EQ(cut[s].rows[r], one[s].rows[r]) << s << " " << r;
+  }
+  EXPECT_EQ(one[0].rows.size(), size_t(19 * 8));   // every prompt query, 8 heads
+}
+
+TEST(ParallelRunner, RankSpansShowThePipelineScheduleAndTheBubble) {
+  LoadedModel m(test::shared_path("models/stories260K/stories260K.gguf"));
+  auto r = make_runner(m, 2, 2, 2);
+  ForwardBatch b;
+  const std::vector<int> bt{0, 1, 2, 3};
+  b.step = 1;
+  for (int i = 0; i < 20; ++i) b.tokens.push_back(1 + 17 * i % 300);
+  b.seqs.push_back(ForwardSeq{0, 20, 0, &bt, 0});
+  b.num_logit_rows = 1;
+  r->allocate_kv(4, 8, KVDType::F32);
+  std::vector<float> logits(size_t(m.file->config.vocab_size));
+  r->execute(b, logits.data(), -1, nullptr, nullptr);
+  const std::vector<RankTelemetry> t = r->rank_telemetry();
+  ASSERT_EQ(t.size(), 4u);
+  const uint64_t mb_bytes = 10 * 64 * sizeof(float);   // 10 tokens of dim 64 per micro-batch
+  for (const RankTelemetry& k : t) {
+    SCOPED_TRACE("stage " + std::to_string(k.pp_stage) + " rank " + std::to_string(k.tp_rank));
+    EXPECT_EQ(k.micro_batches, 2);
+    ASSERT_FALSE(k.spans.empty());
+    float prev = 0;
+    int compute[2] = {0, 0}, allreduce = 0, sends = 0, recvs = 0;
+    for (const RankSpan& s : k.spans) {
+      EXPECT_LE(prev, s.begin + 1e-6f);   // in time order, not overlapping
+      EXPECT_LE(s.begin, s.end);
+      EXPECT_LE(s.end, float(k.wall_seconds) + 1e-5f);
+      prev = s.end;
+      ASSERT_GE(s.micro_batch, 0);
+      ASSERT_LT(s.micro_batch, 2);
+      if (s.kind == RankSpan::Kind::Compute) ++compute[s.micro_batch];
+      if (s.kind == RankSpan::Kind::AllReduce) {
+        ++allreduce;
+        EXPECT_GT(s.bytes, 0u);
+      }
+      if (s.kind == RankSpan::Kind::Send) {
+        ++sends;
+        EXPECT_EQ(s.bytes, mb_bytes);
+      }
+      if (s.kind == RankSpan::Kind::Recv) {
+        ++recvs;
+        EXPECT_EQ(s.bytes, mb_bytes);
+      }
+    }
+    EXPECT_GT(compute[0], 0);
+    EXPECT_GT(compute[1], 0);
+    EXPECT_GT(allreduce, 0);
+    EXPECT_EQ(sends, k.pp_stage == 0 ? 2 : 0);
+    EXPECT_EQ(recvs, k.pp_stage == 1 ? 2 : 0);
+    EXPECT_EQ(k.sendrecv_bytes, 2 * mb_bytes);
+    EXPECT_GT(k.wall_seconds, 0.0);
+    EXPECT_GE(k.bubble_fraction, 0.0);
+    EXPECT_LT(k.bubble_fraction, 1.0);
+    EXPECT_NEAR(k.bubble_seconds, k.wall_seconds - k.compute_seconds - k.allreduce_seconds, 1e-9);
+  }
+  // Causality on the one clock: stage 1 computes micro-batch i only after stage 0 began
+  // sending it.
+  for (int i = 0; i < 2; ++i) {
+    float sent = -1, computed = -1;
+    for (const RankSpan& s : t[0].spans)
+      if (s.kind == RankSpan::Kind::Send && s.micro_batch == i) sent = s.begin;
+    for (const RankSpan& s : t[2].spans)
+      if (s.kind == RankSpan::Kind::Compute && s.micro_batch == i && computed < 0) computed = s.begin;
+    EXPECT_GE(sent, 0.0f);
+    EXPECT_GE(computed, sent) << "micro-batch " << i;
+  }
+}
+
+TEST(ParallelRunner, ARankThatFailsMidPipelineEndsEveryRankWithAnError) {
+  // Stage 1 is told the step is one batch while stage 0 cuts it in two: stage 1's receive
+  // finds half the rows it expects, fails, and the abort must reach stage 0 blocked in its
+  // next send instead of leaving it waiting.
+  LoadedModel m(test::shared_path("models/stories260K/stories260K.gguf"));
+  ThreadGroup world(2), g0(1), g1(1);
+  RankWorker s0(m.file->config, m.weights, 0, 1, 0, 2, 1, TuningConfig{}, g0.communicator(0), world.communicator(0));
+  RankWorker s1(m.file->config, m.weights, 0, 1, 1, 2, 1, TuningConfig{}, g1.communicator(0), world.communicator(1));
+  s0.allocate_kv(4, 8, KVDType::F32);
+  s1.allocate_kv(4, 8, KVDType::F32);
+  ForwardBatch b;
+  const std::vector<int> bt{0, 1, 2, 3};
+  for (int i = 0; i < 16; ++i) b.tokens.push_back(1 + i);
+  b.seqs.push_back(ForwardSeq{0, 16, 0, &bt, 0});
+  b.num_logit_rows = 1;
+  const std::vector<MicroBatch> cut = split_micro_batches(b, 2);
+  std::string e0, e1;
+  const auto origin = SpanLog::Clock::now();
+  std::thread a([&] {
+    e0 = test::error_of([&] {
+      try {
+        s0.run(b, cut, -1, nullptr, origin);
+      } catch (...) {
+        world.abort("stage 0 failed");
+        throw;
+      }
+    });
+  });
+  std::thread c([&] {
+    e1 = test::error_of([&] {
+      try {
+        s1.run(b, {}, -1, nullptr, origin);
+      } catch (const std::exception& x) {
+        world.abort(x.what());
+        throw;
+      }
+    });
+  });
+  a.join();
+  c.join();
+  EXPECT_NE(e1.find("expected 1024 floats from rank 0, got 512"), std::string::npos) << e1;
+  EXPECT_NE(e0.find("another rank failed"), std::string::npos) << e0;
+}
+
+TEST(ParallelRunner, LlmWithMicroBatchesGeneratesWhatOneRankGeneratesAndANegativeCountIsAnError) {
+  const std::string model = test::shared_path("models/stories260K/stories260K.gguf");
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 24;
+  auto text = [&](int tp, int pp, int mb) {
+    EngineConfig c;
+    c.model = model;
+    c.tensor_parallel_size = tp;
+    c.pipeline_parallel_size = pp;
+    c.pipeline_micro_batches = mb;
+    c.threads = 2;
+    LLM llm(c);
+    auto out = llm.generate({"Once upon a time, there was a little girl named Lily. She", "The cat sat on the mat and",
+                             "One day", "Tom and his dog went to the park to play with a red ball"},
+                            p);
+    std::string all;
+    for (const auto& o : out) {
+      EXPECT_TRUE(o.error.empty()) << o.error;
+      all += o.outputs[0].text + "|";
+    }
+    return all;
+  };
+  const std::string one = text(1, 1, 0);
+  EXPECT_EQ(text(1, 2, 2), one);
+  EXPECT_EQ(text(2, 2, 4), one);
+  EngineConfig c;
+  c.model = model;
+  c.pipeline_parallel_size = 2;
+  c.pipeline_micro_batches = -2;
+  const std::string e = test::error_of([&] { LLM llm(c); });
+  EXPECT_NE(e.find("pipeline_micro_batches"), std::string::npos) << e;
 }
 
 TEST(ParallelRunner, ATensorParallelSizeThatDoesNotDivideTheKvHeadsIsAClearError) {
