@@ -6,11 +6,12 @@
 
 namespace llmwb {
 
-int micro_batch_count(int requested, int pipeline_parallel_size, int n_tokens) {
+int micro_batch_count(int requested, int pipeline_parallel_size, int n_tokens, bool stages_share_cores) {
   if (requested < 0) throw Error("pipeline_micro_batches", "must be >= 0 (0: automatic), got " + std::to_string(requested));
   if (pipeline_parallel_size <= 1 || n_tokens <= 1) return 1;
   if (requested == 0)
-    return n_tokens >= pipeline_parallel_size * kMinAutoMicroBatchTokens ? pipeline_parallel_size : 1;
+    return !stages_share_cores && n_tokens >= pipeline_parallel_size * kMinAutoMicroBatchTokens ? pipeline_parallel_size
+                                                                                                  : 1;
   return std::min(requested, n_tokens);
 }
 

@@ -31,11 +31,19 @@ struct MicroBatch {
 
 // How many micro-batches a step of n_tokens runs as. requested: pipeline_micro_batches
 // (0 = automatic). One for pipeline_parallel_size 1 (nothing to overlap); otherwise at most one
-// token per micro-batch. Automatic: pipeline_parallel_size micro-batches when the step has at
-// least kMinAutoMicroBatchTokens tokens for each, else one — a decode step of a few sequences
-// reads every weight once per micro-batch, so splitting it costs more than the overlap gains.
-constexpr int kMinAutoMicroBatchTokens = 8;
-int micro_batch_count(int requested, int pipeline_parallel_size, int n_tokens);
+// token per micro-batch.
+//
+// Automatic, stages_share_cores (in-process ranks: threads of one machine): one. A stage waiting
+// for its input lends its cores to the stage computing, so running the stages in turn, each
+// with all the threads, already keeps every core busy; overlapping them splits the threads and
+// adds the pipeline's fill and drain, (M + P - 1) / M of the work's time at best (measured in
+// docs/PARALLEL.md). Ranks with cores of their own (MPI processes): pipeline_parallel_size
+// micro-batches when each gets at least kMinAutoMicroBatchTokens tokens, else one. Every
+// micro-batch reads the stage's weights again, so a step of few tokens, bound by reading the
+// weights, gains less from the overlap than it pays: for f32 weights on a CPU core (tens of
+// GFLOP/s against about 10 GB/s) a step pays for a cut in two from about 20 tokens.
+constexpr int kMinAutoMicroBatchTokens = 16;
+int micro_batch_count(int requested, int pipeline_parallel_size, int n_tokens, bool stages_share_cores);
 
 // The step's batch cut into m token ranges (m >= 1, at most its token count); m == 1 gives one
 // micro-batch equal to the batch.

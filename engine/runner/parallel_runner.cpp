@@ -18,7 +18,7 @@ ParallelRunner::ParallelRunner(int tensor_parallel_size, int pipeline_parallel_s
       micro_batches_(micro_batches) {
   const ModelConfig& c = file.config;
   check_parallel_layout(c, tp_, pp_);
-  micro_batch_count(micro_batches_, pp_, 0);   // a negative count is an error now, not at the first step
+  micro_batch_count(micro_batches_, pp_, 0, true);   // a negative count is an error now, not at the first step
   if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
   const int total = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
   // A stage's ranks share the threads; overlapping stages share them too (parallel_runner.h).
@@ -57,7 +57,7 @@ void ParallelRunner::copy_blocks(std::span<const BlockCopy> copies) {
 
 void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int record_layer, AttentionRecord* record,
                              DeviceSampled*) {
-  const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()));
+  const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()), true);
   const std::vector<MicroBatch> micro = m > 1 ? split_micro_batches(batch, m) : std::vector<MicroBatch>{};
   const auto origin = SpanLog::Clock::now();
   std::vector<std::exception_ptr> errors(ranks_.size());

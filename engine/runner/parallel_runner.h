@@ -7,10 +7,11 @@
 // A step: every rank runs the batch at once. Within a stage the tensor-parallel ranks all-reduce
 // the partial sums of wo and w2 (two per layer); a stage passes the residual stream to the next;
 // the last stage's ranks each compute their vocabulary range of the logits rows, gathered here
-// into the step's logits. With pipeline_parallel_size P > 1 the step's batch is cut into M
-// micro-batches (micro_batches.h; micro_batches: 0 = automatic, see micro_batch_count), which
-// the stages run as a pipeline: stage p computes micro-batch i while stage p + 1 computes
-// i - 1, so a stage idles (P - 1) / (M + P - 1) of the step rather than (P - 1) / P.
+// into the step's logits. With pipeline_parallel_size P > 1 and micro_batches M > 1 the step's
+// batch is cut into M micro-batches (micro_batches.h), which the stages run as a pipeline:
+// stage p computes micro-batch i while stage p + 1 computes i - 1, so a stage idles
+// (P - 1) / (M + P - 1) of the step rather than (P - 1) / P. Automatic (0) is one batch here,
+// the stages in turn (micro_batch_count says why).
 //
 // Threads: the `threads` given are the machine's share for all ranks. The ranks of a stage
 // split them (threads / TP each, the CpuBackend's pool size). While stages overlap (a step of

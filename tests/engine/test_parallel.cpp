@@ -247,7 +247,7 @@ double max_abs_difference(const GreedyRun& a, const GreedyRun& b) {
   return d;
 }
 
-// PP 2 and TP 2 x PP 2 with 1, 2 and 4 micro-batches (and automatic) against one rank: the same
+// PP 2 and TP 2 x PP 2 with 1, 2, 3 and 4 micro-batches against one rank: the same
 // greedy tokens; pipeline stages alone give the same bits whatever the cut (every kernel
 // computes a row alone, attention reads the earlier pieces' K/V from the cache), and TP 2 x PP 2
 // the same bits as its own run without micro-batches (the all-reduce's order is the only
@@ -260,7 +260,7 @@ void expect_micro_batches_change_nothing(const std::string& path, int steps) {
     const GreedyRun whole = greedy4(*make_runner(m, tp, 2, 1), c, steps);
     EXPECT_EQ(whole.tokens, one.tokens) << "tp " << tp;
     EXPECT_LE(max_relative_difference(one, whole), tp == 1 ? 0.0 : 1e-5) << "tp " << tp;
-    for (int mb : {2, 4, 0}) {
+    for (int mb : {2, 3, 4}) {
       SCOPED_TRACE("tp " + std::to_string(tp) + " x pp 2, micro-batches " + std::to_string(mb));
       const GreedyRun cut = greedy4(*make_runner(m, tp, 2, mb), c, steps);
       EXPECT_EQ(cut.tokens, one.tokens);
@@ -372,17 +372,22 @@ TEST(MicroBatches, TheCutFollowsTokenRangesSplitsSequencesAndMapsLogitsRows) {
   EXPECT_EQ(split_micro_batches(b, 50).size(), 11u);
 }
 
-TEST(MicroBatches, CountIsOneWithoutStagesAutomaticNeedsEnoughTokensAndNegativeIsAnError) {
-  EXPECT_EQ(micro_batch_count(0, 1, 500), 1);
-  EXPECT_EQ(micro_batch_count(4, 1, 500), 1);
-  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens), 2);
-  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens - 1), 1);
-  EXPECT_EQ(micro_batch_count(0, 4, 1000), 4);
-  EXPECT_EQ(micro_batch_count(3, 2, 64), 3);
-  EXPECT_EQ(micro_batch_count(4, 2, 3), 3);   // at least a token each
-  EXPECT_EQ(micro_batch_count(4, 2, 1), 1);
-  const std::string e = test::error_of([] { micro_batch_count(-1, 2, 10); });
-  EXPECT_NE(e.find("pipeline_micro_batches"), std::string::npos) << e;
+TEST(MicroBatches, CountIsOneWithoutStagesAutomaticNeedsCoresOfItsOwnAndEnoughTokens) {
+  for (bool shared : {false, true}) {
+    EXPECT_EQ(micro_batch_count(0, 1, 500, shared), 1);
+    EXPECT_EQ(micro_batch_count(4, 1, 500, shared), 1);
+    EXPECT_EQ(micro_batch_count(3, 2, 64, shared), 3);
+    EXPECT_EQ(micro_batch_count(4, 2, 3, shared), 3);   // at least a token each
+    EXPECT_EQ(micro_batch_count(4, 2, 1, shared), 1);
+    const std::string e = test::error_of([&] { micro_batch_count(-1, 2, 10, shared); });
+    EXPECT_NE(e.find("pipeline_micro_batches"), std::string::npos) << e;
+  }
+  // Automatic: ranks with cores of their own (MPI) cut a step with enough tokens per stage.
+  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens, false), 2);
+  EXPECT_EQ(micro_batch_count(0, 2, 2 * kMinAutoMicroBatchTokens - 1, false), 1);
+  EXPECT_EQ(micro_batch_count(0, 4, 1000, false), 4);
+  // In-process ranks share the cores: the stages in turn.
+  EXPECT_EQ(micro_batch_count(0, 4, 1000, true), 1);
 }
 
 TEST(ParallelRunner, MicroBatchesChangeNoTokenOnStories260K) {

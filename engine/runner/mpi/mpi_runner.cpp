@@ -139,7 +139,7 @@ MpiRunner::MpiRunner(int tp, int pp, int threads, const TuningConfig& tuning, Mo
     : tp_(tp), pp_(pp), vocab_(file.config.vocab_size), micro_batches_(micro_batches) {
   mpi_ensure_initialized();
   check_parallel_layout(file.config, tp, pp);
-  micro_batch_count(micro_batches_, pp, 0);   // a negative count is an error before any process starts work
+  micro_batch_count(micro_batches_, pp, 0, false);   // a negative count is an error before any process starts work
   const int world = mpi_world_size();
   if (world != tp * pp)
     throw Error("tensor_parallel_size", "--dist mpi: the job has " + std::to_string(world) +
@@ -178,7 +178,7 @@ void MpiRunner::copy_blocks(std::span<const BlockCopy> copies) {
 
 void MpiRunner::execute(const ForwardBatch& batch, float* logits, int, AttentionRecord*, DeviceSampled*) {
   try {
-    const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()));
+    const int m = micro_batch_count(micro_batches_, pp_, int(batch.tokens.size()), false);
     const auto origin = SpanLog::Clock::now();
     send_command(*world_, kExecute, flatten(batch, m));
     worker_->run(batch, m > 1 ? split_micro_batches(batch, m) : std::vector<MicroBatch>{}, -1, nullptr, origin);
