@@ -596,6 +596,11 @@ TEST(ParallelRunner, RankStatsCountAllReducesAndPipelineTransfers) {
     EXPECT_GT(k.sendrecv_bytes, 0u);
   }
   EXPECT_GT(s[2].recv_seconds, 0.0);   // stage 1 waits for stage 0
+  for (const RankStats& k : s) {
+    EXPECT_GE(k.wall_seconds, k.step_seconds - 1e-3);
+    EXPECT_GT(k.bubble_fraction(), 0.0);   // stages in turn: each waits for the other
+    EXPECT_LT(k.bubble_fraction(), 1.0);
+  }
 }
 
 TEST(ParallelRunner, LlmWithTensorParallelSizeTwoGeneratesWhatOneRankGenerates) {

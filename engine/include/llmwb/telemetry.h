@@ -41,7 +41,9 @@ struct AttentionSnapshot {
 };
 
 // One interval of a rank's step, for the Parallelism view's lanes: what the rank was doing from
-// `begin` to `end` seconds after the step started (the same clock for every rank of the step).
+// `begin` to `end` seconds after the step started (in-process ranks: one origin for every rank
+// of the step, the runner's start of it; MPI ranks: each rank's own start, when the step's
+// command reached it, so lanes are offset by the broadcast's latency).
 // Time in no span is idle (the bubble of a pipeline stage waiting for its input shows as a Recv
 // span: waiting inside the receive).
 struct RankSpan {
