@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <tuple>
 
 #include "llmwb/engine.h"
 #include "llmwb/errors.h"
@@ -559,6 +560,49 @@ TEST(ParallelRunner, LlmWithMicroBatchesGeneratesWhatOneRankGeneratesAndANegativ
   c.pipeline_micro_batches = -2;
   const std::string e = test::error_of([&] { LLM llm(c); });
   EXPECT_NE(e.find("pipeline_micro_batches"), std::string::npos) << e;
+}
+
+TEST(ParallelRunner, MicroBatchesReadPrefixCacheHitsChunkedPrefillsAndParallelSamplesLikeOneRank) {
+  // Blocks of 4 tokens, 16 tokens a step (prompts prefilled in chunks), two samples per request
+  // sharing the prompt's blocks, and a second request whose 24-token prefix is in the cache.
+  auto run = [](int tp, int pp, int mb, uint64_t* hits) {
+    EngineConfig c;
+    c.model = test::shared_path("models/stories260K/stories260K.gguf");
+    c.tensor_parallel_size = tp;
+    c.pipeline_parallel_size = pp;
+    c.pipeline_micro_batches = mb;
+    c.threads = 2;
+    c.block_size = 4;
+    c.max_num_batched_tokens = 16;
+    Engine e(c);
+    SamplingParams p;
+    p.temperature = 0.8f;
+    p.seed = 3;
+    p.n = 2;
+    p.max_tokens = 12;
+    std::vector<int> prompt;
+    for (int i = 0; i < 24; ++i) prompt.push_back(1 + (37 * i + 11) % 500);
+    std::vector<std::vector<int>> got;
+    for (int round = 0; round < 2; ++round) {
+      prompt.push_back(300 + round);
+      e.add_request_tokens(prompt, p);
+      while (e.has_unfinished())
+        for (const RequestOutput& o : e.step())
+          if (o.finished)
+            for (const CompletionOutput& c : o.outputs) got.push_back(c.token_ids);
+    }
+    *hits = e.telemetry().prefix_cache_hit_tokens_total;
+    return got;
+  };
+  uint64_t hits_one = 0, hits = 0;
+  const auto one = run(1, 1, 0, &hits_one);
+  ASSERT_EQ(one.size(), 4u);
+  EXPECT_GE(hits_one, 24u);
+  for (auto [tp, pp, mb] : {std::tuple{1, 2, 2}, std::tuple{1, 2, 4}, std::tuple{2, 2, 3}}) {
+    SCOPED_TRACE("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + ", micro-batches " + std::to_string(mb));
+    EXPECT_EQ(run(tp, pp, mb, &hits), one);
+    EXPECT_EQ(hits, hits_one);
+  }
 }
 
 TEST(ParallelRunner, ATensorParallelSizeThatDoesNotDivideTheKvHeadsIsAClearError) {
