@@ -244,6 +244,8 @@ int run_bench(const std::vector<std::string>& argv) {
   if (cfg.kv_dtype != "f32") backend += ", kv " + cfg.kv_dtype;   // llama-bench shows type_k the same way
   if (cfg.tensor_parallel_size > 1 || cfg.pipeline_parallel_size > 1)
     backend += ", tp " + std::to_string(cfg.tensor_parallel_size) + " x pp " + std::to_string(cfg.pipeline_parallel_size);
+  if (cfg.pipeline_parallel_size > 1 && cfg.pipeline_micro_batches > 0)
+    backend += ", mb " + std::to_string(cfg.pipeline_micro_batches);
 
   std::vector<TestResult> results;
   for (int64_t p : pp) {
