@@ -42,8 +42,9 @@ const char* engine_flags_usage() {
          "  --max-num-seqs N        sequences running at once (default 64)\n"
          "  --tensor-parallel-size N  split each layer across N ranks (must divide the KV heads; default 1)\n"
          "  --pipeline-parallel-size N  split the layers into N stages (default 1)\n"
-         "  --dist threads|mpi      how ranks communicate: threads (in-process, default) or mpi (one rank per\n"
-         "                          process: mpirun -np N llmwb-cli ...; only rank 0 prints)\n"
+         "  --dist threads|mpi|nccl how ranks communicate: threads (in-process, default; with --backend cuda\n"
+         "                          host-staged), mpi (one rank per process: mpirun -np N llmwb-cli ...; only\n"
+         "                          rank 0 prints) or nccl (--backend cuda, one GPU per rank)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
@@ -87,9 +88,13 @@ EngineConfig engine_config_from(const Args& a) {
   c.dist = a.str("dist", "threads");
   if (c.dist == "mpi" && !mpi_built())
     throw UsageError("--dist: 'mpi' is not available: this build has no MPI (install libopenmpi-dev, reconfigure)");
-  if (c.dist != "threads" && c.dist != "mpi")
+  if (c.dist == "nccl" && !nccl_built())
+    throw UsageError("--dist: 'nccl' is not available: this build has no NCCL (the CUDA toolkit's nccl.h and "
+                     "libnccl, LLMWB_NCCL=ON)");
+  if (c.dist == "nccl" && c.backend != "cuda") throw UsageError("--dist: nccl runs the cuda backend's ranks (--backend cuda)");
+  if (c.dist != "threads" && c.dist != "mpi" && c.dist != "nccl")
     throw UsageError("--dist: '" + c.dist + "' is not available (threads: ranks as threads of this process; " +
-                     "mpi: one rank per process under mpirun; nccl is not built)");
+                     "mpi: one rank per process under mpirun; nccl: CUDA ranks, one GPU each)");
   c.enable_prefix_caching = !a.flag("no-prefix-cache");
   c.quantize = a.str("quantize");
   c.kv_dtype = a.str("kv-dtype", "f32");
