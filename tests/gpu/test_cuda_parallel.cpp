@@ -87,34 +87,52 @@ GreedyRun run(const std::string& path, const std::string& backend, int tp, int p
   return greedy(*r, file->config, steps);
 }
 
-// The CPU forward pass (one rank), the CUDA model (one rank), then each layout on CUDA ranks.
-void expect_layouts_match(const std::string& path, const std::vector<std::pair<int, int>>& layouts, int steps) {
+// The CPU forward pass (one rank), the CUDA model (one rank), then each layout on CUDA ranks;
+// cpu_tolerance < 0: no comparison with the CPU.
+void expect_layouts_match(const std::string& path, const std::vector<std::pair<int, int>>& layouts, int steps,
+                          double cpu_tolerance = 1e-5, double one_rank_tolerance = 1e-5) {
   const GreedyRun cpu = run(path, "cpu", 1, 1, steps);
   const GreedyRun one = run(path, "cuda", 1, 1, steps);
-  EXPECT_LT(worst_error(one, cpu), 1e-5) << "one CUDA rank against the CPU";
+  if (cpu_tolerance >= 0) {
+    EXPECT_LT(worst_error(one, cpu), cpu_tolerance) << "one CUDA rank against the CPU";
+  }
   for (auto [tp, pp] : layouts) {
     SCOPED_TRACE("tp " + std::to_string(tp) + " x pp " + std::to_string(pp));
     const GreedyRun many = run(path, "cuda", tp, pp, steps);
     EXPECT_EQ(many.tokens, one.tokens);
     const double e_cpu = worst_error(many, cpu), e_one = worst_error(many, one);
     std::printf("tp %d x pp %d: logits vs the CPU %.3g, vs one CUDA rank %.3g\n", tp, pp, e_cpu, e_one);
-    EXPECT_LT(e_cpu, 1e-5);
-    EXPECT_LT(e_one, 1e-5);
+    if (cpu_tolerance >= 0) {
+      EXPECT_LT(e_cpu, cpu_tolerance);
+    }
+    EXPECT_LT(e_one, one_rank_tolerance);
   }
 }
 
-// dim 128, 8 query heads over 4 KV heads (head_dim 16; TP 2: 4 heads over 2 KV heads per rank),
-// hidden 192, vocab 301 (TP 2: 150 and 151 rows), 2 layers (PP 2: one each).
-TEST(CudaParallel, RandomGqaModelTp2Pp2AndTp2xPp2MatchOneRankAndTheCpu) {
+// dim 128, 8 query heads over 4 KV heads (head_dim 16; TP 2: 4 heads over 2 KV heads per rank,
+// TP 4: 2 over 1), hidden 192, vocab 301 (TP 2: 150 and 151 rows), 2 layers (PP 2: one each).
+TEST(CudaParallel, RandomGqaModelTp2Tp4Pp2AndTp2xPp2MatchOneRankAndTheCpu) {
   LLMWB_REQUIRE_GPU();
   const std::string m = make_test_model("cuda_parallel", "gqa", 128, 192, 8, 4, 301, DType::F32, 41);
-  expect_layouts_match(m, {{2, 1}, {1, 2}, {2, 2}}, 4);
+  expect_layouts_match(m, {{2, 1}, {4, 1}, {1, 2}, {2, 2}}, 4);
+}
+
+// Q8_0 shards on the device: wo's and w2's columns split on the blocks of 32 (head_dim 32, hidden
+// 128), uploaded as Q8_0. TP changes only the order of the all-reduce's sum (~1e-7), but the
+// 12-row prefill goes through cuBLAS with activations rounded to fp16 (cuda_matmul.h), where that
+// ~1e-7 flips an occasional rounding: 4.3e-5 from one rank (emulated); decode (the GEMV, fp32)
+// adds none. A wrong block split or scale would be off by O(1). The CPU quantizes its activations
+// to int8 (1-2 % away, tests/gpu/test_cuda_model.cpp), so it is not the reference here.
+TEST(CudaParallel, Q8ShardsOnBlockBoundariesMatchOneRank) {
+  LLMWB_REQUIRE_GPU();
+  const std::string m = make_test_model("cuda_parallel", "q8", 128, 128, 4, 2, 320, DType::Q8_0, 44);
+  expect_layouts_match(m, {{2, 1}, {2, 2}}, 3, -1, 1e-3);
 }
 
 // 8 query heads, 4 KV heads, hidden 172, 5 layers (stages of 2 and 3).
-TEST(CudaParallel, Stories260KTp2AndPp2MatchOneRankAndTheCpu) {
+TEST(CudaParallel, Stories260KTp2Pp2AndTp2xPp2MatchOneRankAndTheCpu) {
   LLMWB_REQUIRE_GPU();
-  expect_layouts_match(shared_path("models/stories260K/stories260K.gguf"), {{2, 1}, {1, 2}}, 4);
+  expect_layouts_match(shared_path("models/stories260K/stories260K.gguf"), {{2, 1}, {1, 2}, {2, 2}}, 4);
 }
 
 EngineConfig stories(int tp, int pp) {
