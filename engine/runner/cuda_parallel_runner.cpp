@@ -181,6 +181,9 @@ CudaParallelRunner::CudaParallelRunner(int tp, int pp, const std::string& dist, 
       const auto [l0, l1] = split_range(c.n_layers, pp_, p, 1, "pipeline_parallel_size", "the layers");
       k->first_layer = int(l0);
       k->shard = make_weight_shard(c, weights, ShardSpec{t, tp_, int(l0), int(l1 - l0)});
+      // Only the first stage embeds and only the last computes logits: the others' GPUs hold neither.
+      if (p > 0) k->shard.weights.tok_embeddings = TensorView{};
+      if (p < pp_ - 1) k->shard.weights.output = TensorView{};
       k->model = std::make_unique<cuda::CudaModel>(k->shard.config, k->shard.weights, tuning, k->device);
       if (tp_ > 1) {
         k->tp_comm = std::make_unique<TimedDeviceCommunicator>(*tp_comms_[size_t(r)]);

@@ -66,6 +66,7 @@ CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const Tun
 CudaModel::~CudaModel() { (void)cudaSetDevice(device_); }
 
 DeviceMatrix CudaModel::upload(const TensorView& t) {
+  if (!t.data) return {};   // a pipeline stage's model without the embedding or the head
   DeviceMatrix m;
   m.rows = t.rows();
   m.cols = t.cols();
@@ -307,6 +308,9 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   const ModelConfig& c = c_;
   const int nl = stage_to_ >= 0 ? 0 : batch.num_logit_rows;   // a stage that sends on computes no logits
   if (stage_to_ >= 0) sampled = nullptr;
+  if (!tok_embeddings_.data && !(world_ && stage_from_ >= 0))
+    throw Error("cuda forward", "this model holds no token embeddings (a later pipeline stage's)");
+  if (nl > 0 && !output_.data) throw Error("cuda forward", "this model holds no output head (an earlier pipeline stage's)");
   const ForwardSeq* rs = rec >= 0 ? &batch.seqs[size_t(rec)] : nullptr;
   // Pure decode steps without attention capture replay a CUDA graph per (batch-size bucket,
   // context bucket): the batch is padded to the next power of two and attention is split as for

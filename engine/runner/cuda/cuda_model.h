@@ -36,7 +36,8 @@ class CudaModel final : public DeviceModel {
   // Pipeline parallelism, as LlamaModel::set_stage_io but over `world`: with recv_from >= 0 the
   // residual stream (n x dim) comes from that rank instead of the embedding; with send_to >= 0 the
   // residual stream after this stage's last layer goes to that rank instead of the final norm and
-  // head (forward() then writes no logits). -1, -1: the whole model.
+  // head (forward() then writes no logits). -1, -1: the whole model. A stage's model may be built
+  // without the embedding (a later stage) or the output head (an earlier one): empty TensorViews.
   void set_pipeline_stage(DeviceCommunicator* world, int recv_from, int send_to) {
     world_ = world;
     stage_from_ = recv_from;
