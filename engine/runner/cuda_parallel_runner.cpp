@@ -55,13 +55,24 @@ class TimedDeviceCommunicator final : public DeviceCommunicator {
     double seconds[3] = {0, 0, 0};
     uint64_t bytes[3] = {0, 0, 0};
   };
-  // The step's totals since the last read (the stream's work done).
-  Totals read_step() {
+  // The step's calls since the last read (the stream's work done): their totals, and a span each
+  // into `spans`, timed from `start` (an event recorded on the same stream before them), which
+  // was `offset` seconds into the step.
+  Totals read_step(const cuda::Event& start, double offset, std::vector<RankSpan>& spans) {
     Totals t;
     for (size_t i = 0; i < used_; ++i) {
       const Call& c = calls_[i];
-      t.seconds[int(c.kind)] += double(c.end->ms_since(*c.begin)) / 1e3;
+      const double b = double(c.begin->ms_since(start)) / 1e3, e = double(c.end->ms_since(start)) / 1e3;
+      t.seconds[int(c.kind)] += e - b;
       t.bytes[int(c.kind)] += c.bytes;
+      RankSpan sp;
+      sp.kind = c.kind == Kind::AllReduce ? RankSpan::Kind::AllReduce
+                : c.kind == Kind::Send    ? RankSpan::Kind::Send
+                                          : RankSpan::Kind::Recv;
+      sp.begin = float(offset + b);
+      sp.end = float(offset + e);
+      sp.bytes = c.bytes;
+      spans.push_back(sp);
     }
     used_ = 0;
     return t;
@@ -95,6 +106,7 @@ struct CudaRank {
   std::unique_ptr<cuda::CudaModel> model;
   std::unique_ptr<TimedDeviceCommunicator> tp_comm, world_comm;
   std::vector<float> logits;   // the last stage's: rows of this rank's vocabulary range
+  std::unique_ptr<cuda::Event> start;   // recorded on the model's stream as the rank's step starts
   RankTelemetry last;
 };
 
@@ -250,10 +262,16 @@ void CudaParallelRunner::execute(const ForwardBatch& batch, float* logits, int r
     throw Error("pipeline_parallel_size", "speculative decoding's early-exit draft (layers:K) runs with "
                                           "pipeline_parallel_size 1");
   std::vector<std::exception_ptr> errors(ranks_.size());
+  const auto origin = std::chrono::steady_clock::now();   // every rank's spans count from here
+  auto since_origin = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count(); };
   workers_->run([&](int ith, int) {
     CudaRank& k = *ranks_[size_t(ith)];
     try {
       const auto t0 = std::chrono::steady_clock::now();
+      LLMWB_CUDA(cudaSetDevice(k.device));
+      if (!k.start) k.start = std::make_unique<cuda::Event>();
+      const double start_at = since_origin();
+      k.start->record(k.model->stream());
       const bool last = k.p == pp_ - 1;
       float* out = nullptr;
       if (last) {
@@ -266,19 +284,32 @@ void CudaParallelRunner::execute(const ForwardBatch& batch, float* logits, int r
       k.model->forward(batch, out, mine ? local : -1, mine ? record : nullptr, nullptr);
       RankTelemetry& m = k.last;
       m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double end_at = since_origin();
       using K = TimedDeviceCommunicator::Kind;
       m.allreduce_seconds = 0, m.allreduce_bytes = 0, m.recv_seconds = 0, m.sendrecv_bytes = 0;
+      std::vector<RankSpan> comm;
       if (k.tp_comm) {
-        const auto s = k.tp_comm->read_step();
+        const auto s = k.tp_comm->read_step(*k.start, start_at, comm);
         m.allreduce_seconds = s.seconds[int(K::AllReduce)];
         m.allreduce_bytes = s.bytes[int(K::AllReduce)];
       }
       if (k.world_comm) {
-        const auto s = k.world_comm->read_step();
+        const auto s = k.world_comm->read_step(*k.start, start_at, comm);
         m.recv_seconds = s.seconds[int(K::Recv)];
         m.sendrecv_bytes = s.bytes[int(K::Recv)] + s.bytes[int(K::Send)];
       }
       m.compute_seconds = std::max(0.0, m.step_seconds - m.allreduce_seconds - m.recv_seconds);
+      // The lanes of the Parallelism view: the communication spans in time order, compute between
+      // them, up to the end of the rank's step (its logits copied back).
+      std::sort(comm.begin(), comm.end(), [](const RankSpan& a, const RankSpan& b) { return a.begin < b.begin; });
+      m.spans.clear();
+      float at = float(start_at);
+      for (const RankSpan& c : comm) {
+        if (c.begin > at) m.spans.push_back(RankSpan{RankSpan::Kind::Compute, at, c.begin, 0, 0});
+        m.spans.push_back(c);
+        at = std::max(at, c.end);
+      }
+      if (float(end_at) > at) m.spans.push_back(RankSpan{RankSpan::Kind::Compute, at, float(end_at), 0, 0});
     } catch (...) {
       errors[size_t(ith)] = std::current_exception();
       std::string why = "a rank failed";

@@ -188,9 +188,47 @@ TEST(CudaParallel, StepTelemetryCountsEachRanksAllReduceAndPipelineBytes) {
   EXPECT_EQ(t.ranks[3].pp_stage, 1);
   EXPECT_EQ(t.ranks[3].tp_rank, 1);
   for (const RankTelemetry& r : t.ranks) {
+    SCOPED_TRACE("rank tp " + std::to_string(r.tp_rank) + " pp " + std::to_string(r.pp_stage));
     EXPECT_GT(r.step_seconds, 0.0);
     EXPECT_GT(r.allreduce_seconds, 0.0);
     EXPECT_LE(r.allreduce_seconds + r.recv_seconds, r.step_seconds * 1.01);
+    // The Parallelism view's lanes: spans in time order, not overlapping, the all-reduces' as
+    // many and as long as counted, the stage hand-off a Send on stage 0 and a Recv on stage 1.
+    ASSERT_FALSE(r.spans.empty());
+    double allreduce = 0;
+    uint64_t allreduce_bytes = 0;
+    int sends = 0, recvs = 0;
+    for (size_t i = 0; i < r.spans.size(); ++i) {
+      const RankSpan& sp = r.spans[i];
+      EXPECT_GE(sp.begin, 0.0f);
+      EXPECT_GE(sp.end, sp.begin);
+      if (i > 0) {
+        EXPECT_GE(sp.begin, r.spans[i - 1].end - 1e-6f) << "span " << i;
+      }
+      if (sp.kind == RankSpan::Kind::AllReduce) allreduce += sp.end - sp.begin, allreduce_bytes += sp.bytes;
+      sends += sp.kind == RankSpan::Kind::Send;
+      recvs += sp.kind == RankSpan::Kind::Recv;
+    }
+    EXPECT_NEAR(allreduce, r.allreduce_seconds, 1e-4 + 1e-3 * r.allreduce_seconds);
+    EXPECT_EQ(allreduce_bytes, r.allreduce_bytes);
+    EXPECT_EQ(sends, r.pp_stage == 0 ? 1 : 0);
+    EXPECT_EQ(recvs, r.pp_stage == 1 ? 1 : 0);
+    // Stage 1 receives before its first all-reduce; stage 0 sends after its last.
+    auto first_of = [&](RankSpan::Kind k) {
+      for (size_t i = 0; i < r.spans.size(); ++i)
+        if (r.spans[i].kind == k) return int(i);
+      return -1;
+    };
+    auto last_of = [&](RankSpan::Kind k) {
+      for (size_t i = r.spans.size(); i-- > 0;)
+        if (r.spans[i].kind == k) return int(i);
+      return -1;
+    };
+    if (r.pp_stage == 1) {
+      EXPECT_LT(first_of(RankSpan::Kind::Recv), first_of(RankSpan::Kind::AllReduce));
+    } else {
+      EXPECT_GT(first_of(RankSpan::Kind::Send), last_of(RankSpan::Kind::AllReduce));
+    }
   }
 }
 
