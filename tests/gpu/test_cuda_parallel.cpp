@@ -19,7 +19,9 @@
 #include "parallel/cuda/host_staged_communicator.h"
 #include "parallel/thread_communicator.h"
 #include "runner/cpu_runner.h"
+#include "runner/cuda/cuda_model.h"
 #include "runner/model_runner.h"
+#include "runner/weight_shards.h"
 #include "support/test_support.h"
 
 using namespace llmwb;
@@ -280,6 +282,63 @@ TEST(CudaParallel, HostStagedCollectivesOnDeviceMemory) {
       ASSERT_EQ(chained[size_t(r)][size_t(i)], float(r * (r + 1) / 2));
     }
   }
+}
+
+// A stage that fails mid-step ends the other with an error instead of leaving it waiting: stage 1
+// is given a 16-token step while stage 0 runs 8 of them, so stage 1's receive finds half the
+// rows it expects, fails and aborts the group, and stage 0, blocked in its send, gets an error.
+TEST(CudaParallel, AStageThatFailsMidStepEndsTheOtherWithAnError) {
+  LLMWB_REQUIRE_GPU();
+  auto file = load_model_file(shared_path("models/stories260K/stories260K.gguf"));
+  const ModelConfig& c = file->config;
+  const LlamaWeights w = LlamaWeights::bind(*file);
+  ThreadGroup world(2);
+  HostStagedCommunicator w0(world.communicator(0), "threads"), w1(world.communicator(1), "threads");
+  const WeightShard s0 = make_weight_shard(c, w, ShardSpec{0, 1, 0, 2}), s1 = make_weight_shard(c, w, ShardSpec{0, 1, 2, 3});
+  cuda::CudaModel m0(s0.config, s0.weights), m1(s1.config, s1.weights);
+  m0.set_pipeline_stage(&w0, -1, 1);
+  m1.set_pipeline_stage(&w1, 0, -1);
+  m0.allocate_kv(4, 8);
+  m1.allocate_kv(4, 8);
+  const std::vector<int> table{0, 1, 2, 3};
+  auto batch = [&](int n) {
+    ForwardBatch b;
+    for (int i = 0; i < n; ++i) b.tokens.push_back(1 + i);
+    ForwardSeq fs;
+    fs.n_tokens = n;
+    fs.block_table = &table;
+    fs.logits_row = b.num_logit_rows++;
+    b.seqs.push_back(fs);
+    return b;
+  };
+  const ForwardBatch b8 = batch(8), b16 = batch(16);
+  std::vector<float> logits(size_t(c.vocab_size));
+  std::string e0, e1;
+  std::thread a([&] {
+    e0 = error_of([&] {
+      try {
+        m0.forward(b8, nullptr, -1, nullptr);
+      } catch (const std::exception& x) {
+        world.abort(std::string("stage 0: ") + x.what());
+        throw;
+      }
+    });
+  });
+  std::thread b([&] {
+    e1 = error_of([&] {
+      try {
+        m1.forward(b16, logits.data(), -1, nullptr);
+      } catch (const std::exception& x) {
+        world.abort(std::string("stage 1: ") + x.what());
+        throw;
+      }
+    });
+  });
+  a.join();
+  b.join();
+  std::printf("stage 0: %s\nstage 1: %s\n", e0.c_str(), e1.c_str());
+  EXPECT_NE(e1.find("recv"), std::string::npos) << e1;
+  EXPECT_NE(e0.find("another rank failed"), std::string::npos) << e0;
 }
 
 TEST(CudaParallel, LayoutsDistsAndBuildsThatCannotRunAreClearErrors) {
