@@ -105,7 +105,7 @@ if [[ -z "${LLMWB_QUICK:-}" ]]; then
     stage "CUDA emulator build"
     cmake -S . -B build-emu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMWB_BUILD_GUI=OFF \
       -DLLMWB_CUDA_EMULATION=ON "${launcher[@]}" >/dev/null
-    cmake --build build-emu -j "$jobs" --target test_cuda_emulator test_cuda_kernels test_cuda_model
+    cmake --build build-emu -j "$jobs" --target test_cuda_emulator test_cuda_kernels test_cuda_model test_cuda_parallel
     stage "CUDA backend on the CPU emulator"
     run_ctest build-emu -L gpu-emu --timeout 1800
   else

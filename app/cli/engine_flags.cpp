@@ -46,8 +46,9 @@ const char* engine_flags_usage() {
          "                          pipeline, overlapping (1: stages in turn). auto (default): 1 for --dist\n"
          "                          threads (the stages share the cores); for --dist mpi the stage count when\n"
          "                          the step has 16 tokens per micro-batch, else 1. No token changes\n"
-         "  --dist threads|mpi      how ranks communicate: threads (in-process, default) or mpi (one rank per\n"
-         "                          process: mpirun -np N llmwb-cli ...; only rank 0 prints)\n"
+         "  --dist threads|mpi|nccl how ranks communicate: threads (in-process, default; with --backend cuda\n"
+         "                          host-staged), mpi (one rank per process: mpirun -np N llmwb-cli ...; only\n"
+         "                          rank 0 prints) or nccl (--backend cuda, one GPU per rank)\n"
          "  --max-batched-tokens N  tokens computed per step (default 512)\n"
          "  --max-model-len N       context length (default: the model's)\n"
          "  --no-prefix-cache       disable automatic prefix caching\n"
@@ -94,9 +95,13 @@ EngineConfig engine_config_from(const Args& a) {
   c.dist = a.str("dist", "threads");
   if (c.dist == "mpi" && !mpi_built())
     throw UsageError("--dist: 'mpi' is not available: this build has no MPI (install libopenmpi-dev, reconfigure)");
-  if (c.dist != "threads" && c.dist != "mpi")
+  if (c.dist == "nccl" && !nccl_built())
+    throw UsageError("--dist: 'nccl' is not available: this build has no NCCL (the CUDA toolkit's nccl.h and "
+                     "libnccl, LLMWB_NCCL=ON)");
+  if (c.dist == "nccl" && c.backend != "cuda") throw UsageError("--dist: nccl runs the cuda backend's ranks (--backend cuda)");
+  if (c.dist != "threads" && c.dist != "mpi" && c.dist != "nccl")
     throw UsageError("--dist: '" + c.dist + "' is not available (threads: ranks as threads of this process; " +
-                     "mpi: one rank per process under mpirun; nccl is not built)");
+                     "mpi: one rank per process under mpirun; nccl: CUDA ranks, one GPU each)");
   c.enable_prefix_caching = !a.flag("no-prefix-cache");
   c.quantize = a.str("quantize");
   c.kv_dtype = a.str("kv-dtype", "f32");

@@ -76,14 +76,15 @@ class ModelRunner {
 struct ParallelLayout {
   int tensor = 1;
   int pipeline = 1;
-  std::string dist = "threads";   // "threads" or "mpi" (EngineConfig::dist)
+  std::string dist = "threads";   // "threads", "mpi" or "nccl" (EngineConfig::dist)
   std::string quantize;           // EngineConfig::quantize: every MPI rank must have quantized alike
   int micro_batches = 0;          // EngineConfig::pipeline_micro_batches (0: automatic)
 };
 
 // The runner for `backend` ("cpu" or "cuda"): the only place that names a device. Takes the
 // weights bound to `file`, which must outlive the runner. A layout other than 1 x 1 builds the
-// CPU's ParallelRunner (parallel_runner.h); the CUDA backend runs 1 x 1 only.
+// CPU's ParallelRunner (parallel_runner.h) or, on the cuda backend (and for dist "nccl"), the
+// CUDA ranks (cuda_parallel_runner.h).
 std::unique_ptr<ModelRunner> make_model_runner(const std::string& backend, int threads, const TuningConfig& tuning,
                                                ModelFile& file, LlamaWeights weights,
                                                const RunnerProgress& progress, const ParallelLayout& layout = {});

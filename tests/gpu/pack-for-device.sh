@@ -11,6 +11,7 @@ PACK="${2:-gpu-pack}"
 rm -rf "$PACK"
 mkdir -p "$PACK/bin" "$PACK/lib" "$PACK/shared/models"
 cp "$BUILD/app/llmwb-cli" "$BUILD/tests/gpu/"test_cuda_* "$BUILD/tests/test_backend_choice" "$PACK/bin/"
+[ -x "$BUILD/tests/gpu/test_nccl" ] && cp "$BUILD/tests/gpu/test_nccl" "$PACK/bin/"
 for lib in $(ldd "$PACK/bin/llmwb-cli" | awk '/sentencepiece|protobuf/ {print $3}'); do cp -L "$lib" "$PACK/lib/"; done
 SHARED="${LLMWB_SHARED_DIR:-../shared}"
 cp -r "$SHARED/models/stories260K" "$PACK/shared/models/"

@@ -43,9 +43,9 @@ if [ -z "${LLMWB_GPU_BUILD:-}" ] && [ -x "$PACK/bin/llmwb-cli" ] && "$PACK/bin/l
 else
   log "building from source (no usable pack at $PACK)"
   if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMWB_BUILD_GUI=OFF > "$OUT/build.log" 2>&1 &&
-     ninja -C build-gpu -j"$(nproc)" llmwb-cli test_cuda_kernels test_cuda_model test_backend_choice >> "$OUT/build.log" 2>&1; then
+     ninja -C build-gpu -j"$(nproc)" llmwb-cli test_cuda_kernels test_cuda_model test_cuda_parallel test_nccl test_backend_choice >> "$OUT/build.log" 2>&1; then
     mkdir -p build-gpu/bin
-    cp build-gpu/app/llmwb-cli build-gpu/tests/gpu/test_cuda_* build-gpu/tests/test_backend_choice build-gpu/bin/
+    cp build-gpu/app/llmwb-cli build-gpu/tests/gpu/test_cuda_* build-gpu/tests/gpu/test_nccl build-gpu/tests/test_backend_choice build-gpu/bin/
     BIN="$ROOT/build-gpu/bin"
   else
     log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1
@@ -60,7 +60,8 @@ export LLMWB_SHARED_DIR="$SHARED"
 log "shared models: ${SHARED:-none found}"
 
 # ---- correctness: the gpu tests ----
-for t in test_cuda_kernels test_cuda_model test_backend_choice; do
+for t in test_cuda_kernels test_cuda_model test_cuda_parallel test_nccl test_backend_choice; do
+  [ -x "$BIN/$t" ] || { log "no $t in $BIN"; continue; }
   log "running $t"
   echo "===== $t" >> "$OUT/tests.log"
   timeout 300 "$BIN/$t" >> "$OUT/tests.log" 2>&1

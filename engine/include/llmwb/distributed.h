@@ -11,6 +11,8 @@ namespace llmwb {
 
 // Whether this build has the MPI communicator (LLMWB_MPI).
 bool mpi_built();
+// Whether this build has the NCCL communicator of the CUDA ranks (LLMWB_NCCL; `--dist nccl`).
+bool nccl_built();
 // True in a process that mpirun started as a world rank other than 0 (read from the launcher's
 // environment, without starting MPI).
 bool is_mpi_worker_process();

@@ -43,7 +43,7 @@ struct EngineConfig {
   int tensor_parallel_size = 1;      // shards per layer (docs/PARALLEL.md); CPU backend
   int pipeline_parallel_size = 1;    // layer stages (docs/PARALLEL.md); CPU backend
   int pipeline_micro_batches = 0;    // micro-batches a step is cut into so that stages overlap; 0 = automatic
-  std::string dist = "threads";      // how ranks talk: "threads" (in-process) or "mpi" (mpirun)
+  std::string dist = "threads";      // how ranks talk: "threads" (in-process), "mpi" (mpirun) or "nccl" (CUDA ranks, one GPU each)
   std::string backend = "cpu";       // "cpu" or "cuda"
   int threads = 0;                   // CPU threads; 0 = all hardware threads
   int max_model_len = 0;             // context length; 0 = the model's own

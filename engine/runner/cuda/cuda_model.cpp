@@ -23,15 +23,27 @@ namespace {
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// Makes `device` the calling thread's current device (before the stream and the cuBLAS handle
+// are made on it).
+int select_device(int device) {
+  LLMWB_CUDA(cudaSetDevice(device));
+  return device;
+}
+
 }  // namespace
 
-CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const TuningConfig& tuning)
-    : c_(config), mm_(stream_.get()), use_graphs_(tuning.cuda_graphs), nvtx_layers_(tuning.nvtx_layers) {
-  LLMWB_CUDA(cudaSetDevice(device_));
+CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const TuningConfig& tuning, int device)
+    : c_(config),
+      device_(select_device(device)),
+      mm_(stream_.get()),
+      use_graphs_(tuning.cuda_graphs),
+      nvtx_layers_(tuning.nvtx_layers) {
   LLMWB_CUDA(cudaGetDeviceProperties(&prop_, device_));
   NvtxRange range("upload weights");
   tok_embeddings_ = upload(w.tok_embeddings);
-  output_ = w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype
+  // Tied embeddings share one upload (not a tensor-parallel rank's vocabulary slice of them).
+  output_ = w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype &&
+                    w.output.rows() == w.tok_embeddings.rows()
                 ? tok_embeddings_
                 : upload(w.output);
   for (const LlamaLayerWeights& L : w.layers) {
@@ -51,9 +63,10 @@ CudaModel::CudaModel(const ModelConfig& config, const LlamaWeights& w, const Tun
   inv_freq_ = f.as<double>();
 }
 
-CudaModel::~CudaModel() = default;
+CudaModel::~CudaModel() { (void)cudaSetDevice(device_); }
 
 DeviceMatrix CudaModel::upload(const TensorView& t) {
+  if (!t.data) return {};   // a pipeline stage's model without the embedding or the head
   DeviceMatrix m;
   m.rows = t.rows();
   m.cols = t.cols();
@@ -104,12 +117,14 @@ std::string CudaModel::describe() const {
 }
 
 uint64_t CudaModel::free_memory_bytes() const {
+  LLMWB_CUDA(cudaSetDevice(device_));
   size_t free_b = 0, total = 0;
   LLMWB_CUDA(cudaMemGetInfo(&free_b, &total));
   return free_b;
 }
 
 void CudaModel::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
+  LLMWB_CUDA(cudaSetDevice(device_));
   graphs_.clear();   // they hold the old pool's addresses and layer stride
   num_blocks_ = num_blocks;
   block_size_ = block_size;
@@ -282,6 +297,7 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   const int n = static_cast<int>(batch.tokens.size());
   if (n == 0) return;
   if (num_blocks_ == 0) throw Error("cuda forward", "the KV pool is not allocated");
+  LLMWB_CUDA(cudaSetDevice(device_));
   bool decode = true;
   int rec = -1;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
@@ -290,12 +306,16 @@ void CudaModel::forward(const ForwardBatch& batch, float* logits, int record_lay
   }
   NvtxRange phase(decode ? "decode" : "prefill");
   const ModelConfig& c = c_;
-  const int nl = batch.num_logit_rows;
+  const int nl = stage_to_ >= 0 ? 0 : batch.num_logit_rows;   // a stage that sends on computes no logits
+  if (stage_to_ >= 0) sampled = nullptr;
+  if (!tok_embeddings_.data && !(world_ && stage_from_ >= 0))
+    throw Error("cuda forward", "this model holds no token embeddings (a later pipeline stage's)");
+  if (nl > 0 && !output_.data) throw Error("cuda forward", "this model holds no output head (an earlier pipeline stage's)");
   const ForwardSeq* rs = rec >= 0 ? &batch.seqs[size_t(rec)] : nullptr;
   // Pure decode steps without attention capture replay a CUDA graph per (batch-size bucket,
   // context bucket): the batch is padded to the next power of two and attention is split as for
   // the context bucket's length, so one graph serves every step in its bucket.
-  const bool graph = use_graphs_ && decode && !rs;
+  const bool graph = may_capture() && decode && !rs;
   const int rows = graph ? next_pow2(n) : n;
   upload_metadata(batch, rows);
   const int ctx_cap = graph ? std::max(256, next_pow2(meta_.max_ctx)) : meta_.max_ctx;
@@ -460,7 +480,8 @@ AttentionBatch CudaModel::logit_attention_batch(int max_ctx) const {
 }
 
 bool CudaModel::trims_last_layer(int n, int nl, const ForwardSeq* rs, int record_layer) const {
-  return nl < n && (nl == 0 || meta_.has_logit_batch) && !(rs && record_layer == c_.n_layers - 1);
+  // A stage that sends its residual stream on needs every row of its last layer.
+  return stage_to_ < 0 && nl < n && (nl == 0 || meta_.has_logit_batch) && !(rs && record_layer == c_.n_layers - 1);
 }
 
 // Every launch of one forward pass over `n` rows (metadata already on the device), ending
@@ -496,7 +517,10 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
   const int64_t dim = c.dim;
   float *x = x_.as<float>(), *xb = xb_.as<float>(), *xb2 = xb2_.as<float>(), *q = q_.as<float>(), *k = k_.as<float>(),
         *v = v_.as<float>(), *att = att_.as<float>(), *hb = hb_.as<float>(), *hb2 = hb2_.as<float>();
-  LLMWB_CUDA(embed(tok_embeddings_, ip(m.tokens), n, x, s));
+  if (world_ && stage_from_ >= 0)
+    world_->recv(x, int64_t(n) * dim, stage_from_, s);
+  else
+    LLMWB_CUDA(embed(tok_embeddings_, ip(m.tokens), n, x, s));
   const float* pending = nullptr;   // the last block's output, still to be added to x
   const bool trim = trims_last_layer(n, nl, rs, record_layer);
   const bool interleaved = c.rope_layout == RopeLayout::Interleaved;
@@ -551,6 +575,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
     else
       LLMWB_CUDA(attention(q, kvl, at, sh, attn_ws_.as<float>(), prop_.multiProcessorCount, att, s));
     matmul(L.wo, att, rows, xb2);
+    if (tp_) tp_->all_reduce_sum(xb2, int64_t(rows) * dim, s);
     if (tap) {
       StepRecording::Layer& rl = tap->out.layers[size_t(l)];
       tap->mark();   // the layer's time ends at its attention output (copies come after)
@@ -569,6 +594,7 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
     LLMWB_CUDA(add_rmsnorm(res, xb2, L.ffn_norm, rows, c.dim, c.norm_eps, xb, s));
     mm_.run_swiglu(L.w1, L.w3, xb, rows, hb, hb2);
     matmul(L.w2, hb, rows, xb2);
+    if (tp_) tp_->all_reduce_sum(xb2, int64_t(rows) * dim, s);
     pending = xb2;
     if (tap) {
       StepRecording::Layer& rl = tap->out.layers[size_t(l)];
@@ -581,6 +607,11 @@ void CudaModel::enqueue(const AttentionBatch& ab, int n, int nl, const ForwardSe
       for (int i = 0; i < c.dim; ++i) rl.residual[size_t(i)] = r[size_t(i)] + rl.ffn_out[size_t(i)];
       tap->mark();
     }
+  }
+  if (world_ && stage_to_ >= 0) {   // the residual stream to the next stage
+    if (pending) LLMWB_CUDA(add(x, pending, int64_t(n) * dim, s));
+    world_->send(x, int64_t(n) * dim, stage_to_, s);
+    return;
   }
   if (nl > 0) {
     float* res = last_.as<float>();
@@ -641,6 +672,9 @@ void CudaModel::inspect(const ForwardBatch& batch, float* logits, StepRecording&
   if (batch.tokens.size() != 1 || batch.seqs.size() != 1 || batch.num_logit_rows != 1)
     throw Error("inspect", "records a batch of one new token with one logits row");
   if (num_blocks_ == 0) throw Error("cuda inspect", "the KV pool is not allocated");
+  if (tp_ || world_) throw Error("inspect", "the token inspector records a model of one rank (tensor and pipeline "
+                                            "parallel size 1)");
+  LLMWB_CUDA(cudaSetDevice(device_));
   const ModelConfig& c = c_;
   const cudaStream_t s = stream_.get();
   const ForwardSeq& fs = batch.seqs[0];
@@ -690,6 +724,7 @@ CudaModel::Graph::~Graph() {
 
 void CudaModel::copy_blocks(const std::vector<std::pair<int, int>>& src_dst) {
   if (src_dst.empty()) return;
+  LLMWB_CUDA(cudaSetDevice(device_));
   std::vector<int> pairs;
   for (auto [a, b] : src_dst) {
     if (a < 0 || a >= num_blocks_ || b < 0 || b >= num_blocks_)

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_matmul.h"
 #include "backend/cuda/cuda_resources.h"
+#include "parallel/device_communicator.h"
 #include "runner/device_model.h"
 #include "llmwb_kernels.h"
 
@@ -23,9 +24,25 @@ namespace llmwb::cuda {
 
 class CudaModel final : public DeviceModel {
  public:
+  // On CUDA device `device` (every call makes it the calling thread's current device).
   CudaModel(const ModelConfig& config, const LlamaWeights& weights,
-            const TuningConfig& tuning = TuningConfig::from_environment());
+            const TuningConfig& tuning = TuningConfig::from_environment(), int device = 0);
   ~CudaModel() override;
+
+  // Tensor parallelism (cuda_parallel_runner.h), as LlamaModel::set_tensor_parallel: this model
+  // holds one rank's shard, so the outputs of wo and w2 are partial sums, all-reduced over
+  // `group` on the model's stream before they join the residual stream. Null: the whole model.
+  void set_tensor_parallel(DeviceCommunicator* group) { tp_ = group; }
+  // Pipeline parallelism, as LlamaModel::set_stage_io but over `world`: with recv_from >= 0 the
+  // residual stream (n x dim) comes from that rank instead of the embedding; with send_to >= 0 the
+  // residual stream after this stage's last layer goes to that rank instead of the final norm and
+  // head (forward() then writes no logits). -1, -1: the whole model. A stage's model may be built
+  // without the embedding (a later stage) or the output head (an earlier one): empty TensorViews.
+  void set_pipeline_stage(DeviceCommunicator* world, int recv_from, int send_to) {
+    world_ = world;
+    stage_from_ = recv_from;
+    stage_to_ = send_to;
+  }
 
   std::string describe() const override;
   uint64_t free_memory_bytes() const override;
@@ -91,8 +108,14 @@ class CudaModel final : public DeviceModel {
   // are the ones it was captured with.
   std::vector<const void*> buffer_stamp() const;
 
+  // A decode step may replay a graph: not over a communicator (the host-staged one synchronizes).
+  bool may_capture() const { return use_graphs_ && !tp_ && !world_; }
+
   ModelConfig c_;
   int device_ = 0;
+  DeviceCommunicator* tp_ = nullptr;
+  DeviceCommunicator* world_ = nullptr;
+  int stage_from_ = -1, stage_to_ = -1;
   cudaDeviceProp prop_{};
   Stream stream_;
   CudaMatmul mm_;
