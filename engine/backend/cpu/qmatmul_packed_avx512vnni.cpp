@@ -271,46 +271,64 @@ inline void bcast_block(const int8_t* x, __m512i* xb) {
   for (int v = 0; v < 8; ++v) xb[v] = bcast_dword(x + 4 * v);
 }
 
-// The Q4_0 / Q4_1 / INT4 family (tile_tokens).
+// The Q4_0 / Q4_1 / INT4 family (tile_tokens): one block of R tiles.
 template <bool HasM, int R>
-void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
-  __m512 acc[R], macc[R];
-#pragma GCC unroll 4
-  for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
+inline void decode_q4_block(const PackedArgs& a, const uint8_t* blk, int64_t b, const __m512* d, const __m512* m,
+                            __m512* acc, __m512* macc) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   const uint64_t tb = a.tile_bytes;
-  const int64_t ng = (a.nb + a.gb - 1) / a.gb;
-  for (int64_t g = 0; g < ng; ++g) {
-    const uint8_t* grp = tile + g * a.group_bytes;
-    __m512 d[R], m[R];
+  __m512i xb[8];
+  bcast_block(a.x.q + b * kQB, xb);
+  const __m512 dx = _mm512_set1_ps(a.x.d[b]), cx = _mm512_set1_ps(a.x.c[b]);
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) {
-      prefetch_l1<1>(grp + i * tb);   // the scales (32 or 64 bytes, one line)
-      d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb)));
-      if constexpr (HasM) m[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb + 32)));
-      else m[i] = _mm512_mul_ps(d[i], _mm512_set1_ps(-8.0f));
+  for (int i = 0; i < R; ++i) {
+    const uint8_t* w = blk + i * tb;
+    prefetch_l1<4>(w);
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i wv = _mm512_loadu_si512(w + 64 * v);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(wv, low), xb[2 * v]);
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_andnot_si512(low, wv), xb[2 * v + 1]);   // 16 q (tile_tokens)
     }
-    const uint8_t* blk = grp + (HasM ? 64 : 32);
-    const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
-    for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) {
-      __m512i xb[8];
-      bcast_block(a.x.q + b * kQB, xb);
-      const __m512 dx = _mm512_set1_ps(a.x.d[b]), cx = _mm512_set1_ps(a.x.c[b]);
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4)));
+    acc[i] = _mm512_fmadd_ps(f, _mm512_mul_ps(d[i], dx), acc[i]);
+    macc[i] = _mm512_fmadd_ps(m[i], cx, macc[i]);
+  }
+}
+
+template <bool HasM, int R>
+inline void decode_q4_scales(const PackedArgs& a, const uint8_t* grp, __m512* d, __m512* m) {
 #pragma GCC unroll 4
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* w = blk + i * tb;
-        prefetch_l1<4>(w);
-        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+  for (int i = 0; i < R; ++i) {
+    const uint8_t* g = grp + i * a.tile_bytes;
+    prefetch_l1<1>(g);   // the scales (32 or 64 bytes, one line)
+    d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
+    if constexpr (HasM) m[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32)));
+    else m[i] = _mm512_mul_ps(d[i], _mm512_set1_ps(-8.0f));
+  }
+}
+
+template <bool HasM, int R>
+void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+  __m512 acc[R], macc[R], d[R], m[R];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m512i wv = _mm512_loadu_si512(w + 64 * v);
-          s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(wv, low), xb[2 * v]);
-          s1 = _mm512_dpbusd_epi32(s1, _mm512_andnot_si512(low, wv), xb[2 * v + 1]);   // 16 q (tile_tokens)
-        }
-        const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4)));
-        acc[i] = _mm512_fmadd_ps(f, _mm512_mul_ps(d[i], dx), acc[i]);
-        macc[i] = _mm512_fmadd_ps(m[i], cx, macc[i]);
-      }
+  for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
+  constexpr uint64_t kHead = HasM ? 64 : 32;
+  if (a.gb == 1) {   // a group per block (all but INT4_G128): one flat loop
+    for (int64_t b = 0; b < a.nb; ++b) {
+      const uint8_t* grp = tile + b * a.group_bytes;
+      decode_q4_scales<HasM, R>(a, grp, d, m);
+      decode_q4_block<HasM, R>(a, grp + kHead, b, d, m, acc, macc);
+    }
+  } else {
+    const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+    for (int64_t g = 0; g < ng; ++g) {
+      const uint8_t* grp = tile + g * a.group_bytes;
+      decode_q4_scales<HasM, R>(a, grp, d, m);
+      const uint8_t* blk = grp + kHead;
+      const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
+      for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) decode_q4_block<HasM, R>(a, blk, b, d, m, acc, macc);
     }
   }
 #pragma GCC unroll 4
