@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "args.h"
@@ -276,10 +277,22 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   return k;
 }
 
+// The default bytes per array: 512 MiB, or twice the last-level cache where that is bigger (a
+// server's L3 can hold most of 512 MiB, and the streams would partly read it instead of
+// memory), at most an eighth of the machine's memory (three arrays).
+uint64_t default_array_bytes() {
+  uint64_t bytes = uint64_t{512} << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) bytes = std::max(bytes, 2 * static_cast<uint64_t>(l3));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) bytes = std::min(bytes, std::max(uint64_t{512} << 20, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 8));
+  return bytes >> 20 << 20;
+}
+
 int run_roofline(const std::vector<std::string>& argv) {
   Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set"}, {"json", "kernels"});
   const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
-  const uint64_t array_bytes = a.bytes("array-size", uint64_t{512} << 20);
+  const uint64_t array_bytes = a.bytes("array-size", default_array_bytes());
   const int reps = static_cast<int>(a.integer("reps", 5, 1, 1000));
   const bool json = a.flag("json");
   if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
@@ -387,7 +400,8 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "[--threads N] [--array-size 512M] [--reps 5] [--json]\n"
                                "       [--kernels [--dtypes F32,F16] [--tokens 1,128,512] [--working-set 1G]]\n"
                                "  --threads N        threads (default: all)\n"
-                               "  --array-size SIZE  bytes per STREAM array (default 512M; keep it far above the L3)\n"
+                               "  --array-size SIZE  bytes per STREAM array (default 512M, or twice the L3 if bigger; keep\n"
+                               "                     it far above the L3)\n"
                                "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
                                "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
                                "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,Q4_K,...; the block\n"
