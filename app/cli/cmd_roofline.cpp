@@ -6,7 +6,9 @@
 //
 // STREAM (McCalpin) conventions: copy counts 2 x 4 bytes per element, triad 3 x 4 (the
 // write-allocate read is not counted), read 4; the best of several repetitions is reported.
-// "read" is the pattern of decode, which only streams weights: it is the GEMV ceiling.
+// "read" is what decode does, which only streams weights: it is the GEMV ceiling, measured as
+// the best of a few read patterns (read_peak.h: streams per thread, software prefetch or not),
+// since no one pattern reaches a core's memory rate on every microarchitecture.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "args.h"
@@ -26,12 +29,14 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/qrepack.h"
+#include "backend/cpu/read_peak.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
 #include "json_output.h"
 #include "llmwb/stats.h"
 #include "llmwb/errors.h"
 #include "format/tensor.h"
+#include "memory/page_buffer.h"
 
 namespace llmwb::cli {
 namespace {
@@ -54,11 +59,15 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-// Arrays of floats, never touched before the parallel first-touch fill, so that each
-// thread's share lives in memory near the core that streams it.
+// Arrays of floats on 2 MiB pages (as the engine's repacked weights are), never touched
+// before the parallel first-touch fill, so that each thread's share lives in memory near the
+// core that streams it.
 struct StreamArrays {
   size_t n = 0;
-  std::unique_ptr<float[]> a, b, c;
+  PageBuffer a, b, c;
+  float* fa() { return reinterpret_cast<float*>(a.data()); }
+  float* fb() { return reinterpret_cast<float*>(b.data()); }
+  float* fc() { return reinterpret_cast<float*>(c.data()); }
 };
 
 void share(size_t n, int ith, int nth, size_t* begin, size_t* end) {
@@ -66,91 +75,101 @@ void share(size_t n, int ith, int nth, size_t* begin, size_t* end) {
   *end = n * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
 }
 
-// Reads n floats once, as the decode GEMV reads its weights: kStreams contiguous parts of the
-// range side by side (a GEMV tile walks several weight rows at once), a page at a time, each
-// part prefetched one page ahead into L2 (the hardware prefetcher stops at 4 KiB page boundaries).
-// A single sequential stream per core leaves bandwidth unused: the GEMV measured up to 1.2x
-// what it reached, so it was no ceiling. dot(x, x) streams x once (both operands are the same
-// loads); dot_f32 keeps independent partial sums, so the adds never limit it.
-double read_streams(const float* x, size_t n) {
-  constexpr int kStreams = 4;
-  constexpr size_t kPage = 1024;   // floats in 4 KiB
-  const size_t part = n / kStreams / kPage * kPage;
-  double total = 0;
-  for (size_t off = 0; off < part; off += kPage) {
-    for (int st = 0; st < kStreams; ++st) {
-      const float* p = x + st * part + off;
-      if (off + kPage < part)
-        for (size_t l = 0; l < kPage; l += 16) __builtin_prefetch(p + kPage + l, 0, 2);
-      total += cpu::dot_f32(p, p, static_cast<int64_t>(kPage));
-    }
-  }
-  const size_t done = part * kStreams;   // the tail that does not fill whole pages
-  return total + cpu::dot_f32(x + done, x + done, static_cast<int64_t>(n - done));
-}
+// Floats per unit of a thread's read share: 8 streams x 256 bytes, so every pattern reads
+// every float of the share and the shares start on 64-byte boundaries.
+constexpr size_t kReadUnit = 512;
 
-struct Bandwidth {
-  double copy = 0, read = 0, triad = 0;   // GB/s (1e9 bytes)
+struct PatternRate {
+  cpu::ReadPattern pattern;
+  double gbps = 0;   // best of the repetitions
 };
 
-Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps) {
+struct Bandwidth {
+  double copy = 0, read = 0, triad = 0;   // GB/s (1e9 bytes); read: the best pattern's
+  std::vector<PatternRate> read_patterns;
+  std::string read_pattern;               // the best one's name
+};
+
+Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps, cpu::SimdLevel level) {
   StreamArrays s;
   s.n = array_bytes / sizeof(float);
   try {
-    s.a.reset(new float[s.n]);
-    s.b.reset(new float[s.n]);
-    s.c.reset(new float[s.n]);
-  } catch (const std::bad_alloc&) {
+    s.a = PageBuffer(s.n * sizeof(float), true);
+    s.b = PageBuffer(s.n * sizeof(float), true);
+    s.c = PageBuffer(s.n * sizeof(float), true);
+  } catch (const std::exception&) {
     throw Error("--array-size", "cannot allocate the bandwidth test's 3 arrays of " + std::to_string(array_bytes >> 20) +
                                     " MiB each: give a smaller --array-size");
   }
+  float* const fa = s.fa();
+  float* const fb = s.fb();
+  float* const fc = s.fc();
   pool.run([&](int ith, int nth) {
     size_t b0, b1;
     share(s.n, ith, nth, &b0, &b1);
     for (size_t i = b0; i < b1; ++i) {
-      s.a[i] = 1.0f;
-      s.b[i] = 2.0f;
-      s.c[i] = 0.5f;
+      fa[i] = 1.0f;
+      fb[i] = 2.0f;
+      fc[i] = 0.5f;
     }
   });
-  std::vector<double> read_sums(static_cast<size_t>(pool.size()));
-  const double bytes = static_cast<double>(s.n) * sizeof(float);
+  // Each thread reads whole units of its own (first-touched) share of b.
+  const int nth = pool.size();
+  std::vector<size_t> r0(static_cast<size_t>(nth)), r1(static_cast<size_t>(nth));
+  size_t read_n = 0;
+  for (int i = 0; i < nth; ++i) {
+    size_t b0, b1;
+    share(s.n, i, nth, &b0, &b1);
+    r0[static_cast<size_t>(i)] = (b0 + kReadUnit - 1) / kReadUnit * kReadUnit;
+    r1[static_cast<size_t>(i)] = std::max(r0[static_cast<size_t>(i)], b1 / kReadUnit * kReadUnit);
+    read_n += r1[static_cast<size_t>(i)] - r0[static_cast<size_t>(i)];
+  }
   Bandwidth best;
+  for (const cpu::ReadPattern& p : cpu::read_patterns()) best.read_patterns.push_back({p, 0.0});
+  std::vector<double> read_sums(static_cast<size_t>(nth));
+  const double bytes = static_cast<double>(s.n) * sizeof(float);
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
-    pool.run([&](int ith, int nth) {
+    pool.run([&](int ith, int nth_) {
       size_t b0, b1;
-      share(s.n, ith, nth, &b0, &b1);
-      std::memcpy(&s.c[b0], &s.a[b0], (b1 - b0) * sizeof(float));
+      share(s.n, ith, nth_, &b0, &b1);
+      std::memcpy(&fc[b0], &fa[b0], (b1 - b0) * sizeof(float));
     });
     best.copy = std::max(best.copy, 2 * bytes / seconds_since(t0) / 1e9);
 
-    t0 = Clock::now();
-    pool.run([&](int ith, int nth) {
-      size_t b0, b1;
-      share(s.n, ith, nth, &b0, &b1);
-      read_sums[static_cast<size_t>(ith)] = read_streams(&s.b[b0], b1 - b0);
-    });
-    best.read = std::max(best.read, bytes / seconds_since(t0) / 1e9);
+    for (PatternRate& pr : best.read_patterns) {
+      t0 = Clock::now();
+      pool.run([&](int ith, int) {
+        const size_t i = static_cast<size_t>(ith);
+        read_sums[i] = cpu::read_floats(level, pr.pattern, fb + r0[i], static_cast<int64_t>(r1[i] - r0[i]));
+      });
+      pr.gbps = std::max(pr.gbps, static_cast<double>(read_n) * sizeof(float) / seconds_since(t0) / 1e9);
+      double check = 0;
+      for (double v : read_sums) check += v;
+      // Every float read once, each 2.0: the sums are exact.
+      if (check != 2.0 * static_cast<double>(read_n)) {
+        throw Error("roofline", "read kernel (" + pr.pattern.name() + ") summed to " + std::to_string(check) +
+                                    ", expected " + std::to_string(2.0 * static_cast<double>(read_n)));
+      }
+    }
 
     t0 = Clock::now();
-    pool.run([&](int ith, int nth) {
+    pool.run([&](int ith, int nth_) {
       size_t b0, b1;
-      share(s.n, ith, nth, &b0, &b1);
+      share(s.n, ith, nth_, &b0, &b1);
       const float scalar = 3.0f;
-      float* __restrict a = s.a.get();
-      const float* __restrict b = s.b.get();
-      const float* __restrict c = s.c.get();
+      float* __restrict a = fa;
+      const float* __restrict b = fb;
+      const float* __restrict c = fc;
       for (size_t i = b0; i < b1; ++i) a[i] = b[i] + scalar * c[i];
     });
     best.triad = std::max(best.triad, 3 * bytes / seconds_since(t0) / 1e9);
   }
-  double check = 0;
-  for (double v : read_sums) check += v;
-  // Each element adds 2 * 2; float partial sums round once they pass 2^24, hence the slack.
-  const double expect = 4.0 * static_cast<double>(s.n);
-  if (!(std::fabs(check - expect) < 0.05 * expect)) {
-    throw Error("roofline", "read kernel summed to " + std::to_string(check) + ", expected " + std::to_string(expect));
+  for (const PatternRate& pr : best.read_patterns) {
+    if (pr.gbps > best.read) {
+      best.read = pr.gbps;
+      best.read_pattern = pr.pattern.name();
+    }
   }
   return best;
 }
@@ -258,10 +277,22 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   return k;
 }
 
+// The default bytes per array: 512 MiB, or twice the last-level cache where that is bigger (a
+// server's L3 can hold most of 512 MiB, and the streams would partly read it instead of
+// memory), at most an eighth of the machine's memory (three arrays).
+uint64_t default_array_bytes() {
+  uint64_t bytes = uint64_t{512} << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) bytes = std::max(bytes, 2 * static_cast<uint64_t>(l3));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) bytes = std::min(bytes, std::max(uint64_t{512} << 20, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 8));
+  return bytes >> 20 << 20;
+}
+
 int run_roofline(const std::vector<std::string>& argv) {
   Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set"}, {"json", "kernels"});
   const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
-  const uint64_t array_bytes = a.bytes("array-size", uint64_t{512} << 20);
+  const uint64_t array_bytes = a.bytes("array-size", default_array_bytes());
   const int reps = static_cast<int>(a.integer("reps", 5, 1, 1000));
   const bool json = a.flag("json");
   if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
@@ -270,7 +301,7 @@ int run_roofline(const std::vector<std::string>& argv) {
   const int nth = pool.size();
   const cpu::SimdLevel level = cpu::simd_level();
 
-  const Bandwidth bw = measure_bandwidth(pool, array_bytes, reps);
+  const Bandwidth bw = measure_bandwidth(pool, array_bytes, reps, level);
   std::vector<int> counts;
   for (int t = 1; t < nth; t *= 2) counts.push_back(t);
   counts.push_back(nth);
@@ -315,6 +346,13 @@ int run_roofline(const std::vector<std::string>& argv) {
     j["threads"] = nth;
     j["array_bytes"] = array_bytes;
     j["bandwidth_gbps"] = {{"copy", bw.copy}, {"read", bw.read}, {"triad", bw.triad}};
+    j["read_pattern"] = bw.read_pattern;
+    nlohmann::json rp = nlohmann::json::array();
+    for (const PatternRate& pr : bw.read_patterns) {
+      rp.push_back({{"pattern", pr.pattern.name()}, {"streams", pr.pattern.streams},
+                    {"prefetch_bytes", pr.pattern.prefetch_bytes}, {"gbps", pr.gbps}});
+    }
+    j["read_patterns_gbps"] = rp;
     nlohmann::json pk = nlohmann::json::object();
     for (size_t i = 0; i < counts.size(); ++i) pk[std::to_string(counts[i])] = peaks[i];
     j["peak_fma_gflops"] = pk;
@@ -331,7 +369,11 @@ int run_roofline(const std::vector<std::string>& argv) {
   std::printf("cpu: %s, simd %s, %d threads\n", cpu_model_name().c_str(), cpu::simd_level_name(level), nth);
   std::printf("memory bandwidth (3 arrays x %.0f MiB, best of %d):\n", static_cast<double>(array_bytes) / (1 << 20),
               reps);
-  std::printf("  copy  %8.2f GB/s\n  read  %8.2f GB/s\n  triad %8.2f GB/s\n", bw.copy, bw.read, bw.triad);
+  std::printf("  copy  %8.2f GB/s\n  read  %8.2f GB/s  (best pattern: %s)\n  triad %8.2f GB/s\n", bw.copy, bw.read,
+              bw.read_pattern.c_str(), bw.triad);
+  std::printf("  read patterns:");
+  for (const PatternRate& pr : bw.read_patterns) std::printf("  %s %.1f;", pr.pattern.name().c_str(), pr.gbps);
+  std::printf("\n");
   std::printf("peak fp32 FMA (%s, best of %d):\n", cpu::simd_level_name(level), reps);
   for (size_t i = 0; i < counts.size(); ++i) {
     std::printf("  %3d thread%s %9.1f GFLOP/s\n", counts[i], counts[i] == 1 ? " " : "s", peaks[i]);
@@ -358,7 +400,8 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "[--threads N] [--array-size 512M] [--reps 5] [--json]\n"
                                "       [--kernels [--dtypes F32,F16] [--tokens 1,128,512] [--working-set 1G]]\n"
                                "  --threads N        threads (default: all)\n"
-                               "  --array-size SIZE  bytes per STREAM array (default 512M; keep it far above the L3)\n"
+                               "  --array-size SIZE  bytes per STREAM array (default 512M, or twice the L3 if bigger; keep\n"
+                               "                     it far above the L3)\n"
                                "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
                                "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
                                "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,Q4_K,...; the block\n"

@@ -167,7 +167,9 @@ struct QKernelSet {
   // y[t][o] for o in [r0, r1) and every token.
   void (*rows)(const QArgs& a, int64_t r0, int64_t r1);
   int row_tile;   // row ranges are split at multiples of this
-  // The same over repacked weights; r0 is a multiple of kPackRows, r1 one too or a.rows.
+  // The same over repacked weights; r0 is a multiple of kPackRows, r1 one too or a.rows. With
+  // one token the SIMD levels run a decode GEMV over several tiles at once (docs/CPU.md), with
+  // the per-lane operations and order above, so the same bits.
   void (*packed_rows)(const PackedArgs& a, int64_t r0, int64_t r1);
   const char* packed_name;
   // Quantizes n_blocks full blocks of 32 activations (x + 32 b) into q + 32 b, d[b], c[b]; the

@@ -237,8 +237,208 @@ inline void half_tokens_of(const PackedArgs& a, const uint8_t* tile, int h, int6
   else half_tokens<true, TT>(a, tile, h, r, n, t0, pf);
 }
 
+// ------------------------------------------------------------------------------ decode
+// One token (decode; see qmatmul_packed_avx512vnni.cpp): R tiles read side by side as
+// sequential streams, both 8-row halves of each in the same pass (so each 64-byte chunk is
+// used whole as it arrives, and the tile is read once instead of once per half), every line
+// prefetched into L1 kDecodePrefetch bytes ahead. Each half does the integer and float
+// operations of the tile kernels above in the same order: the same bits.
+constexpr int kDecodeTiles = 2;   // 2 tiles x 2 halves: 4 accumulator sets in 16 ymm registers
+constexpr int64_t kDecodePrefetch = 1024;
+
+template <int Lines>
+inline void prefetch_l1(const uint8_t* p) {
+#pragma GCC unroll 16
+  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + 64 * l), _MM_HINT_T0);
+}
+
+// The Q4_0 / Q4_1 / INT4 family (half_tokens).
+template <bool HasM, int R>
+void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+  __m256 acc[2 * R], macc[2 * R];
+#pragma GCC unroll 8
+  for (int q = 0; q < 2 * R; ++q) acc[q] = macc[q] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint64_t tb = a.tile_bytes;
+  const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) prefetch_l1<1>(grp + i * tb);
+    const uint8_t* blk = grp + (HasM ? 64 : 32);
+    const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
+    for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) {
+      const int8_t* x = a.x.q + b * kQB;
+      const __m256 dx = _mm256_set1_ps(a.x.d[b]), cx = _mm256_set1_ps(a.x.c[b]);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* w = blk + i * tb;
+        prefetch_l1<4>(w);
+        __m256i p[2];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          const __m256i xl = bcast_dword(x + 8 * v), xh = bcast_dword(x + 8 * v + 4);
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 64 * v + 32 * h));
+            const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(wv, low), xl),
+                                               _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(wv, 4), low), xh));
+            p[h] = v == 0 ? t : _mm256_add_epi16(p[h], t);
+          }
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* gh = grp + i * tb + 16 * h;
+          const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gh)));
+          __m256 m;
+          if constexpr (HasM) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gh + 32)));
+          else m = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+          const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p[h], ones));
+          acc[2 * i + h] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, dx), acc[2 * i + h]);
+          macc[2 * i + h] = _mm256_fmadd_ps(m, cx, macc[2 * i + h]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int q = 0; q < 2 * R; ++q) {
+    if (nrows[q] > 0) store_rows(a.y + r + 8 * q, _mm256_add_ps(acc[q], macc[q]), nrows[q]);
+  }
+}
+
+// Q8_0 and the k-quants (half_tokens_other).
+template <DType DT, int R>
+void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+  constexpr bool kQ8 = DT == DType::Q8_0, kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
+  constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
+  __m256 acc[2 * R], macc[2 * R];
+#pragma GCC unroll 8
+  for (int q = 0; q < 2 * R; ++q) acc[q] = macc[q] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint64_t tb = a.tile_bytes;
+  const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) prefetch_l1<(kHead + 63) / 64>(grp + i * tb);
+    for (int64_t jb = 0; jb < a.gb; ++jb) {
+      const int64_t b = g * a.gb + jb;
+      const int8_t* x = a.x.q + b * kQB;
+      const __m256 dx = _mm256_set1_ps(a.x.d[b]);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* g0 = grp + i * tb;
+        const uint8_t* blk0 = g0 + kHead + jb * kBlock;
+        prefetch_l1<kBlock / 64>(blk0);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const int q = 2 * i + h;
+          const uint8_t* blk = blk0 + 32 * h;
+          const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g0 + 16 * h)));
+          if constexpr (kQ8) {
+            __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; ++v) {
+              const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * v)),
+                                                 _mm256_set1_epi8(static_cast<char>(0x80)));
+              const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(bcast_dword(x + 4 * v), w));
+              isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+            }
+            acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[q]);
+            continue;
+          }
+          __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+          for (int v = 0; v < 4; ++v) {
+            const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * v));
+            lo[v] = _mm256_and_si256(w, low);
+            hi[v] = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+            if constexpr (kQ5) {
+              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 256));
+              const __m256i bit4 = _mm256_set1_epi8(0x10);
+              lo[v] = _mm256_or_si256(lo[v], _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), bit4));
+              hi[v] = _mm256_or_si256(hi[v], _mm256_and_si256(_mm256_srli_epi16(hb, v), bit4));
+            } else if constexpr (kQ6) {
+              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 256 + 64 * (v >> 1)));
+              const __m256i bits = _mm256_set1_epi8(0x30);
+              const __m256i hl = (v & 1) ? hb : _mm256_slli_epi16(hb, 4);
+              const __m256i hh = (v & 1) ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);
+              lo[v] = _mm256_or_si256(lo[v], _mm256_and_si256(hl, bits));
+              hi[v] = _mm256_or_si256(hi[v], _mm256_and_si256(hh, bits));
+            }
+          }
+          auto pair = [&](int v) {   // chunk v's eight products per row lane, in int16
+            return _mm256_add_epi16(_mm256_maddubs_epi16(lo[v], bcast_dword(x + 8 * v)),
+                                    _mm256_maddubs_epi16(hi[v], bcast_dword(x + 8 * v + 4)));
+          };
+          if constexpr (kQ6) {
+            const __m256 d0 = _mm256_mul_ps(d, bytes_to_ps(g0 + 32 + 32 * jb + 8 * h, true));
+            const __m256 d1 = _mm256_mul_ps(d, bytes_to_ps(g0 + 32 + 32 * jb + 16 + 8 * h, true));
+            __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(pair(0), ones), _mm256_madd_epi16(pair(1), ones));
+            __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(pair(2), ones), _mm256_madd_epi16(pair(3), ones));
+            s0 = _mm256_sub_epi32(s0, _mm256_set1_epi32(32 * a.x.s16[2 * b]));
+            s1 = _mm256_sub_epi32(s1, _mm256_set1_epi32(32 * a.x.s16[2 * b + 1]));
+            acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(d0, dx), acc[q]);
+            acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(d1, dx), acc[q]);
+          } else {
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g0 + 32 + 16 * h)));
+            const __m256 d0 = _mm256_mul_ps(d, bytes_to_ps(g0 + 64 + 16 * jb + 8 * h, false));
+            const __m256 d1 = _mm256_mul_ps(dmin, bytes_to_ps(g0 + 64 + 128 + 16 * jb + 8 * h, false));
+            __m256i isum;
+            if constexpr (kQ5) {
+              isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(pair(0), pair(1)), ones),
+                                      _mm256_madd_epi16(_mm256_add_epi16(pair(2), pair(3)), ones));
+            } else {
+              const __m256i p = _mm256_add_epi16(_mm256_add_epi16(pair(0), pair(1)), _mm256_add_epi16(pair(2), pair(3)));
+              isum = _mm256_madd_epi16(p, ones);
+            }
+            acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d0, dx), acc[q]);
+            macc[q] = _mm256_fnmadd_ps(d1, _mm256_set1_ps(a.x.c[b]), macc[q]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int q = 0; q < 2 * R; ++q) {
+    if (nrows[q] > 0) store_rows(a.y + r + 8 * q, kQ8 || kQ6 ? acc[q] : _mm256_add_ps(acc[q], macc[q]), nrows[q]);
+  }
+}
+
+template <DType DT, int R>
+void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+  if constexpr (DT == DType::Q8_0 || DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K)
+    decode_other<DT, R>(a, tile, r, nrows);
+  else if constexpr (DT == DType::Q4_0) decode_q4<false, R>(a, tile, r, nrows);
+  else decode_q4<true, R>(a, tile, r, nrows);
+}
+
+// Rows [r0, r1) for one token, kDecodeTiles tiles at a time (fewer at the end).
+template <DType DT>
+void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1;) {
+    const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
+    const int n = static_cast<int>(tiles < kDecodeTiles ? tiles : kDecodeTiles);
+    int nrows[2 * kDecodeTiles];   // valid rows of each 8-row half
+    for (int q = 0; q < 2 * n; ++q) {
+      const int64_t valid = r1 - (r + 8 * q);
+      nrows[q] = static_cast<int>(valid <= 0 ? 0 : valid < 8 ? valid : 8);
+    }
+    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
+    if (n == 2) decode_of<DT, 2>(a, tile, r, nrows);
+    else decode_of<DT, 1>(a, tile, r, nrows);
+    r += kPackRows * n;
+  }
+}
+
 template <DType DT>
 void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  if (a.n_tokens == 1) {
+    decode_rows<DT>(a, r0, r1);
+    return;
+  }
   constexpr int kTokens = 2;
   for (int64_t r = r0; r < r1; r += kPackRows) {
     const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;

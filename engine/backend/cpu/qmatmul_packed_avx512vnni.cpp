@@ -249,8 +249,258 @@ inline void tile_tokens_of(const PackedArgs& a, const uint8_t* tile, int64_t r, 
   else tile_tokens<true, TT>(a, tile, r, t0, mask, pf);
 }
 
+// ------------------------------------------------------------------------------ decode
+// One token (decode): a GEMV that streams every weight byte once, so what bounds it is how
+// many lines a core keeps in flight and how few instructions a block costs. R adjacent tiles
+// are read side by side as R sequential streams (as the float panels' GEMV reads 4 panels),
+// each line prefetched into L1 kDecodePrefetch bytes ahead of where its stream reads (past the
+// 4 KiB page ends, where the hardware prefetchers stop), and the activation block (8 dwords,
+// its scale and offset) is broadcast once per block for all R tiles. Every (row) lane does
+// the float operations of tile_tokens<.., 1> in the same order, so the bits are the same.
+constexpr int kDecodeTiles = 4;
+constexpr int64_t kDecodePrefetch = 1024;
+
+template <int Lines>
+inline void prefetch_l1(const uint8_t* p) {
+#pragma GCC unroll 16
+  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + 64 * l), _MM_HINT_T0);
+}
+
+inline void bcast_block(const int8_t* x, __m512i* xb) {
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) xb[v] = bcast_dword(x + 4 * v);
+}
+
+// The Q4_0 / Q4_1 / INT4 family (tile_tokens): one block of R tiles.
+template <bool HasM, int R>
+inline void decode_q4_block(const PackedArgs& a, const uint8_t* blk, int64_t b, const __m512* d, const __m512* m,
+                            __m512* acc, __m512* macc) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const uint64_t tb = a.tile_bytes;
+  __m512i xb[8];
+  bcast_block(a.x.q + b * kQB, xb);
+  const __m512 dx = _mm512_set1_ps(a.x.d[b]), cx = _mm512_set1_ps(a.x.c[b]);
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+    const uint8_t* w = blk + i * tb;
+    prefetch_l1<4>(w);
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i wv = _mm512_loadu_si512(w + 64 * v);
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(wv, low), xb[2 * v]);
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_andnot_si512(low, wv), xb[2 * v + 1]);   // 16 q (tile_tokens)
+    }
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4)));
+    acc[i] = _mm512_fmadd_ps(f, _mm512_mul_ps(d[i], dx), acc[i]);
+    macc[i] = _mm512_fmadd_ps(m[i], cx, macc[i]);
+  }
+}
+
+template <bool HasM, int R>
+inline void decode_q4_scales(const PackedArgs& a, const uint8_t* grp, __m512* d, __m512* m) {
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+    const uint8_t* g = grp + i * a.tile_bytes;
+    prefetch_l1<1>(g);   // the scales (32 or 64 bytes, one line)
+    d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
+    if constexpr (HasM) m[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32)));
+    else m[i] = _mm512_mul_ps(d[i], _mm512_set1_ps(-8.0f));
+  }
+}
+
+template <bool HasM, int R>
+void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+  __m512 acc[R], macc[R], d[R], m[R];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
+  constexpr uint64_t kHead = HasM ? 64 : 32;
+  if (a.gb == 1) {   // a group per block (all but INT4_G128): one flat loop
+    for (int64_t b = 0; b < a.nb; ++b) {
+      const uint8_t* grp = tile + b * a.group_bytes;
+      decode_q4_scales<HasM, R>(a, grp, d, m);
+      decode_q4_block<HasM, R>(a, grp + kHead, b, d, m, acc, macc);
+    }
+  } else {
+    const int64_t ng = (a.nb + a.gb - 1) / a.gb;
+    for (int64_t g = 0; g < ng; ++g) {
+      const uint8_t* grp = tile + g * a.group_bytes;
+      decode_q4_scales<HasM, R>(a, grp, d, m);
+      const uint8_t* blk = grp + kHead;
+      const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
+      for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) decode_q4_block<HasM, R>(a, blk, b, d, m, acc, macc);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(a.y + r + 16 * i, mask[i], _mm512_add_ps(acc[i], macc[i]));
+}
+
+// Q8_0 (tile_tokens_q8).
+template <int R>
+void decode_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+  __m512 acc[R];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  const uint64_t tb = a.tile_bytes;
+  for (int64_t b = 0; b < a.nb; ++b) {
+    const uint8_t* grp = tile + b * a.group_bytes;
+    __m512i xb[8];
+    bcast_block(a.x.q + b * kQB, xb);
+    const __m512 dx = _mm512_set1_ps(a.x.d[b]);
+    const __m512i off = _mm512_set1_epi32((a.x.s16[2 * b] + a.x.s16[2 * b + 1]) * 128);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const uint8_t* g = grp + i * tb;
+      prefetch_l1<9>(g);   // 32 + 512 bytes
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int v = 0; v < 8; v += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512(g + 32 + 64 * v), xb[v]);
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_loadu_si512(g + 32 + 64 * v + 64), xb[v + 1]);
+      }
+      const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), off);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[i]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(a.y + r + 16 * i, mask[i], acc[i]);
+}
+
+// The k-quants (tile_tokens_k).
+template <DType DT, int R>
+void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+  constexpr bool kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
+  constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
+  __m512 acc[R], macc[R];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const uint64_t tb = a.tile_bytes;
+  const int64_t ng = a.nb / 8;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = tile + g * a.group_bytes;
+    __m512 d[R], dmin[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      prefetch_l1<(kHead + 63) / 64>(grp + i * tb);
+      d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb)));
+      if constexpr (!kQ6) dmin[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb + 32)));
+      else dmin[i] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 1
+    for (int jb = 0; jb < 8; ++jb) {
+      const int64_t b = g * 8 + jb;
+      __m512i xb[8];
+      bcast_block(a.x.q + b * kQB, xb);
+      const __m512 dx = _mm512_set1_ps(a.x.d[b]);
+      __m512i off0 = _mm512_setzero_si512(), off1 = _mm512_setzero_si512();
+      __m512 cx = _mm512_setzero_ps();
+      if constexpr (kQ6) {
+        off0 = _mm512_set1_epi32(32 * a.x.s16[2 * b]);
+        off1 = _mm512_set1_epi32(32 * a.x.s16[2 * b + 1]);
+      } else {
+        cx = _mm512_set1_ps(a.x.c[b]);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* g0 = grp + i * tb;
+        const uint8_t* blk = g0 + kHead + jb * kBlock;
+        prefetch_l1<kBlock / 64>(blk);
+        __m512i lo[4], hi[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          const __m512i w = _mm512_loadu_si512(blk + 64 * v);
+          if constexpr (DT == DType::Q4_K) {
+            lo[v] = _mm512_and_si512(w, low);
+            hi[v] = _mm512_andnot_si512(low, w);   // 16 q: the sum shifted back (tile_tokens)
+          } else if constexpr (kQ5) {
+            const __m512i hb = _mm512_loadu_si512(blk + 256);
+            const __m512i bit4 = _mm512_set1_epi8(0x10);
+            lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - v), bit4));
+            hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low),
+                                    _mm512_and_si512(_mm512_srli_epi16(hb, v), bit4));
+          } else {
+            const __m512i hb = _mm512_loadu_si512(blk + 256 + 64 * (v >> 1));
+            const __m512i bits = _mm512_set1_epi8(0x30);
+            const __m512i hl = (v & 1) ? hb : _mm512_slli_epi16(hb, 4);
+            const __m512i hh = (v & 1) ? _mm512_srli_epi16(hb, 2) : _mm512_slli_epi16(hb, 2);
+            lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(hl, bits));
+            hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low), _mm512_and_si512(hh, bits));
+          }
+        }
+        if constexpr (kQ6) {
+          const __m512 d0 = _mm512_mul_ps(d[i], bytes_to_ps(g0 + 32 + 32 * jb, true));
+          const __m512 d1 = _mm512_mul_ps(d[i], bytes_to_ps(g0 + 32 + 32 * jb + 16, true));
+          __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[0], xb[0]);
+          __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[2], xb[4]);
+          s0 = _mm512_dpbusd_epi32(s0, hi[0], xb[1]);
+          s1 = _mm512_dpbusd_epi32(s1, hi[2], xb[5]);
+          s0 = _mm512_dpbusd_epi32(s0, lo[1], xb[2]);
+          s1 = _mm512_dpbusd_epi32(s1, lo[3], xb[6]);
+          s0 = _mm512_dpbusd_epi32(s0, hi[1], xb[3]);
+          s1 = _mm512_dpbusd_epi32(s1, hi[3], xb[7]);
+          s0 = _mm512_sub_epi32(s0, off0);
+          s1 = _mm512_sub_epi32(s1, off1);
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(d0, dx), acc[i]);
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(d1, dx), acc[i]);
+        } else {
+          const __m512 d0 = _mm512_mul_ps(d[i], bytes_to_ps(g0 + 64 + 16 * jb, false));
+          const __m512 d1 = _mm512_mul_ps(dmin[i], bytes_to_ps(g0 + 64 + 128 + 16 * jb, false));
+          __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int v = 0; v < 4; ++v) {
+            s0 = _mm512_dpbusd_epi32(s0, lo[v], xb[2 * v]);
+            s1 = _mm512_dpbusd_epi32(s1, hi[v], xb[2 * v + 1]);
+          }
+          const __m512i isum = kQ5 ? _mm512_add_epi32(s0, s1) : _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d0, dx), acc[i]);
+          macc[i] = _mm512_fnmadd_ps(d1, cx, macc[i]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+    _mm512_mask_storeu_ps(a.y + r + 16 * i, mask[i], kQ6 ? acc[i] : _mm512_add_ps(acc[i], macc[i]));
+}
+
+template <DType DT, int R>
+void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+  if constexpr (DT == DType::Q8_0) decode_q8<R>(a, tile, r, mask);
+  else if constexpr (DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K) decode_k<DT, R>(a, tile, r, mask);
+  else if constexpr (DT == DType::Q4_0) decode_q4<false, R>(a, tile, r, mask);
+  else decode_q4<true, R>(a, tile, r, mask);
+}
+
+// Rows [r0, r1) for one token, kDecodeTiles tiles at a time (fewer at the end).
+template <DType DT>
+void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1;) {
+    const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
+    const int n = static_cast<int>(tiles < kDecodeTiles ? tiles : kDecodeTiles);
+    __mmask16 mask[kDecodeTiles];
+    for (int i = 0; i < n; ++i) {
+      const int64_t valid = r1 - (r + kPackRows * i);
+      mask[i] = valid >= kPackRows ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
+    }
+    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
+    switch (n) {
+      case 4: decode_of<DT, 4>(a, tile, r, mask); break;
+      case 3: decode_of<DT, 3>(a, tile, r, mask); break;
+      case 2: decode_of<DT, 2>(a, tile, r, mask); break;
+      default: decode_of<DT, 1>(a, tile, r, mask); break;
+    }
+    r += kPackRows * n;
+  }
+}
+
 template <DType DT>
 void packed_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  if (a.n_tokens == 1) {
+    decode_rows<DT>(a, r0, r1);
+    return;
+  }
   constexpr int kTokens = 4;
   for (int64_t r = r0; r < r1; r += kPackRows) {
     const int64_t n = r1 - r < kPackRows ? r1 - r : kPackRows;
