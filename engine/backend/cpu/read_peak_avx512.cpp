@@ -1,74 +1,28 @@
-// read_peak_avx512.cpp — the streaming read loop (read_peak.h) with AVX-512: 64-byte loads.
+// read_peak_avx512.cpp — the streaming read loop (read_peak.h, read_peak_simd.inl) with AVX-512: 64-byte loads.
 #include <immintrin.h>
+
+#include <cstdint>
 
 #include "backend/cpu/read_peak.h"
 
 namespace llmwb::cpu::kernels {
+namespace avx512 {
 
-namespace {
+struct V {
+  using reg = __m512;
+  static constexpr int kW = 16;   // floats per vector
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg load(const float* p) { return _mm512_load_ps(p); }
+  static void store(float* p, reg v) { _mm512_store_ps(p, v); }
+};
 
-constexpr int kW = 16;              // floats per vector
-constexpr int kStep = 64;          // floats per stream per step: 256 bytes, four lines
+#include "backend/cpu/read_peak_simd.inl"
 
-// S contiguous parts of x read side by side; each step loads 256 bytes of every part into
-// accumulators of their own (kAcc per stream, so no add waits long on another) and, with
-// Prefetch, touches the line pf bytes ahead of each of the four. The partial sums go into a
-// double every kChunk floats of a part, so they stay exact however large the buffer.
-template <int S, bool Prefetch>
-double read_loop(const float* x, int64_t n, int64_t pf) {
-  constexpr int kAcc = kW == 16 ? 4 : 2;
-  constexpr int64_t kChunk = 16384;
-  const int64_t part = n / S / kStep * kStep;
-  const float* base[S];
-  for (int s = 0; s < S; ++s) base[s] = x + s * part;
-  double total = 0;
-  alignas(64) float lanes[kW];
-  for (int64_t i0 = 0; i0 < part; i0 += kChunk) {
-    const int64_t i1 = i0 + kChunk < part ? i0 + kChunk : part;
-    __m512 acc[S][kAcc];
-#pragma GCC unroll 8
-    for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
-      for (int u = 0; u < kAcc; ++u) acc[s][u] = _mm512_setzero_ps();
-    for (int64_t i = i0; i < i1; i += kStep) {
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s) {
-        const float* p = base[s] + i;
-        if constexpr (Prefetch) {
-          const char* q = reinterpret_cast<const char*>(p) + pf;
-          _mm_prefetch(q, _MM_HINT_T0);
-          _mm_prefetch(q + 64, _MM_HINT_T0);
-          _mm_prefetch(q + 128, _MM_HINT_T0);
-          _mm_prefetch(q + 192, _MM_HINT_T0);
-        }
-#pragma GCC unroll 8
-        for (int u = 0; u < kStep / kW; ++u) acc[s][u % kAcc] = _mm512_add_ps(acc[s][u % kAcc], _mm512_load_ps(p + kW * u));
-      }
-    }
-    for (int s = 0; s < S; ++s) {
-      for (int u = 0; u < kAcc; ++u) {
-        _mm512_store_ps(lanes, acc[s][u]);
-        for (float v : lanes) total += v;
-      }
-    }
-  }
-  return total;
-}
-
-template <bool Prefetch>
-double read_streams(int streams, const float* x, int64_t n, int64_t pf) {
-  switch (streams) {
-    case 1: return read_loop<1, Prefetch>(x, n, pf);
-    case 2: return read_loop<2, Prefetch>(x, n, pf);
-    case 4: return read_loop<4, Prefetch>(x, n, pf);
-    default: return read_loop<8, Prefetch>(x, n, pf);
-  }
-}
-
-}  // namespace
+}  // namespace avx512
 
 double read_floats_avx512(int streams, int64_t prefetch_bytes, const float* x, int64_t n) {
-  return prefetch_bytes > 0 ? read_streams<true>(streams, x, n, prefetch_bytes) : read_streams<false>(streams, x, n, 0);
+  return avx512::read_floats(streams, prefetch_bytes, x, n);
 }
 
 }  // namespace llmwb::cpu::kernels
