@@ -19,6 +19,7 @@
 #include "runner/cpu_runner.h"
 #include "runner/micro_batches.h"
 #include "runner/parallel_runner.h"
+#include "support/runner_greedy.h"
 #include "support/test_support.h"
 
 using namespace llmwb;
@@ -108,48 +109,16 @@ TEST(ThreadCommunicator, AnAbortedGroupMakesWaitingRanksThrowInsteadOfHanging) {
 
 // --- runners ---------------------------------------------------------------------------------
 
-struct GreedyRun {
-  std::vector<int> tokens;                 // greedy continuation
-  std::vector<std::vector<float>> logits;  // every step's logits rows
-};
+using test::GreedyRun;
 
 int argmax(const float* v, int n) { return int(std::max_element(v, v + n) - v); }
 
-// A step with two sequences (a prompt of several tokens each, then one token at a time), each
-// with its own blocks: greedy for `steps` steps through `runner`.
+// Two sequences, each with its own blocks, greedy for `steps` steps through `runner`
+// (support/runner_greedy.h).
 GreedyRun greedy(ModelRunner& runner, const ModelConfig& c, int steps) {
-  runner.allocate_kv(16, 8, KVDType::F32);
-  const std::vector<int> bt0{0, 1, 2, 3, 4, 5, 6, 7}, bt1{8, 9, 10, 11, 12, 13, 14, 15};
-  std::vector<std::vector<int>> seq{{1, 5, 9, 17, 33, 4, 100 % c.vocab_size}, {1, 7, 3}};
-  std::vector<int> pos{0, 0};
-  GreedyRun out;
-  for (int s = 0; s < steps; ++s) {
-    ForwardBatch b;
-    b.step = uint64_t(s + 1);
-    for (int q = 0; q < 2; ++q) {
-      ForwardSeq fs;
-      fs.first = int(b.tokens.size());
-      const int from = pos[size_t(q)];
-      const std::vector<int>& toks = seq[size_t(q)];
-      fs.n_tokens = int(toks.size()) - from;
-      fs.start_pos = from;
-      fs.block_table = q == 0 ? &bt0 : &bt1;
-      fs.logits_row = q;
-      b.tokens.insert(b.tokens.end(), toks.begin() + from, toks.end());
-      b.seqs.push_back(fs);
-    }
-    b.num_logit_rows = 2;
-    std::vector<float> logits(size_t(2 * c.vocab_size));
-    runner.execute(b, logits.data(), -1, nullptr, nullptr);
-    out.logits.push_back(logits);
-    for (int q = 0; q < 2; ++q) {
-      pos[size_t(q)] = int(seq[size_t(q)].size());
-      const int t = argmax(logits.data() + int64_t(q) * c.vocab_size, c.vocab_size);
-      seq[size_t(q)].push_back(t);
-      out.tokens.push_back(t);
-    }
-  }
-  return out;
+  const test::GreedySetup setup{
+      16, 8, {{1, 5, 9, 17, 33, 4, 100 % c.vocab_size}, {1, 7, 3}}, {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}}};
+  return test::greedy_two_sequences(runner, c.vocab_size, setup, steps);
 }
 
 // The largest |a - b| over a step's logits, relative to the largest |a|.

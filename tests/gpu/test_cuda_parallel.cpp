@@ -22,6 +22,7 @@
 #include "runner/cuda/cuda_model.h"
 #include "runner/model_runner.h"
 #include "runner/weight_shards.h"
+#include "support/runner_greedy.h"
 #include "support/test_support.h"
 
 using namespace llmwb;
@@ -29,48 +30,11 @@ using namespace llmwb::test;
 
 namespace {
 
-struct GreedyRun {
-  std::vector<int> tokens;                 // greedy continuation of both sequences
-  std::vector<std::vector<float>> logits;  // every step's two logits rows
-};
-
-int argmax(const float* v, int n) { return int(std::max_element(v, v + n) - v); }
-
-// Two sequences (prompts of 9 and 3 tokens, then one token at a time), greedy for `steps` steps.
+// Two sequences, each with its own blocks, greedy for `steps` steps through `runner`
+// (support/runner_greedy.h).
 GreedyRun greedy(ModelRunner& runner, const ModelConfig& c, int steps) {
-  runner.allocate_kv(8, 8, KVDType::F32);
-  const std::vector<int> bt0{5, 1, 2}, bt1{7, 0, 3};
-  std::vector<std::vector<int>> seq{{1, 5, 9, 17, 33, 4, 100 % c.vocab_size, 2, 8}, {1, 7, 3}};
-  std::vector<int> pos{0, 0};
-  GreedyRun out;
-  for (int s = 0; s < steps; ++s) {
-    ForwardBatch b;
-    b.step = uint64_t(s + 1);
-    for (int q = 0; q < 2; ++q) {
-      ForwardSeq fs;
-      fs.first = int(b.tokens.size());
-      const int from = pos[size_t(q)];
-      const std::vector<int>& toks = seq[size_t(q)];
-      fs.n_tokens = int(toks.size()) - from;
-      fs.start_pos = from;
-      fs.decode = s > 0;
-      fs.block_table = q == 0 ? &bt0 : &bt1;
-      fs.logits_row = q;
-      b.tokens.insert(b.tokens.end(), toks.begin() + from, toks.end());
-      b.seqs.push_back(fs);
-    }
-    b.num_logit_rows = 2;
-    std::vector<float> logits(size_t(2 * c.vocab_size), NAN);
-    runner.execute(b, logits.data(), -1, nullptr, nullptr);
-    out.logits.push_back(logits);
-    for (int q = 0; q < 2; ++q) {
-      pos[size_t(q)] = int(seq[size_t(q)].size());
-      const int t = argmax(logits.data() + int64_t(q) * c.vocab_size, c.vocab_size);
-      seq[size_t(q)].push_back(t);
-      out.tokens.push_back(t);
-    }
-  }
-  return out;
+  const GreedySetup setup{8, 8, {{1, 5, 9, 17, 33, 4, 100 % c.vocab_size, 2, 8}, {1, 7, 3}}, {{5, 1, 2}, {7, 0, 3}}};
+  return greedy_two_sequences(runner, c.vocab_size, setup, steps);
 }
 
 // The worst step's ||a - b|| / ||b|| over its logits rows (+inf for a NaN).
