@@ -21,6 +21,7 @@ EngineConfig AppSettings::engine_config(const QString& model, const QString& tok
   c.kv_dtype = kv_dtype.toStdString();
   c.enable_prefix_caching = enable_prefix_caching;
   c.speculative = parse_speculative(speculative.toStdString(), spec_k);   // checked when chosen
+  if (c.speculative.method != "ngram") c.speculative.draft_p_min = spec_p_min < 0 ? -1 : spec_p_min;
   c.tensor_parallel_size = tensor_parallel_size;
   c.pipeline_parallel_size = pipeline_parallel_size;
   c.dist = "threads";
@@ -48,6 +49,8 @@ AppSettings AppSettings::load() {
   a.enable_prefix_caching = s.value("enable_prefix_caching", a.enable_prefix_caching).toBool();
   a.speculative = s.value("speculative", a.speculative).toString();
   a.spec_k = s.value("spec_k", a.spec_k).toInt();
+  a.spec_p_min = s.value("spec_p_min", a.spec_p_min).toDouble();
+  if (!(a.spec_p_min < 1) || a.spec_p_min < 0) a.spec_p_min = -1;   // a hand-edited value out of range: automatic
   a.tensor_parallel_size = std::max(1, s.value("tensor_parallel_size", a.tensor_parallel_size).toInt());
   a.pipeline_parallel_size = std::max(1, s.value("pipeline_parallel_size", a.pipeline_parallel_size).toInt());
   s.endGroup();
@@ -70,6 +73,7 @@ void AppSettings::save() const {
   s.setValue("enable_prefix_caching", enable_prefix_caching);
   s.setValue("speculative", speculative);
   s.setValue("spec_k", spec_k);
+  s.setValue("spec_p_min", spec_p_min);
   s.setValue("tensor_parallel_size", tensor_parallel_size);
   s.setValue("pipeline_parallel_size", pipeline_parallel_size);
   s.endGroup();

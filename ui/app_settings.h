@@ -23,6 +23,8 @@ struct AppSettings {
   // "layers:K", "draft:PATH"), and tokens guessed per step (0 = adaptive).
   QString speculative = "off";
   int spec_k = 0;
+  // A model draft stops guessing below this probability; < 0 = automatic (the engine's default).
+  double spec_p_min = -1;
   // Tensor and pipeline parallelism (docs/PARALLEL.md): ranks as threads of this process, the
   // only distribution the GUI runs (MPI starts one process per rank under mpirun).
   int tensor_parallel_size = 1;

@@ -22,6 +22,7 @@ EngineConfig ExperimentConfig::apply_to(EngineConfig base) const {
   base.tensor_parallel_size = tensor_parallel_size;
   base.pipeline_parallel_size = pipeline_parallel_size;
   base.speculative = parse_speculative(speculative.toStdString(), spec_k);
+  if (base.speculative.method != "ngram") base.speculative.draft_p_min = spec_p_min < 0 ? -1 : spec_p_min;
   return base;
 }
 
@@ -40,6 +41,7 @@ QJsonObject ExperimentConfig::to_json() const {
   if (!speculative.isEmpty()) {
     o["speculative"] = speculative;
     o["spec_k"] = spec_k;
+    if (spec_p_min >= 0) o["spec_p_min"] = spec_p_min;
   }   // absent: as in Settings (files from before the column)
   return o;
 }
@@ -60,6 +62,7 @@ ExperimentConfig ExperimentConfig::from_json(const QJsonObject& o) {
   c.speculative = o.value("speculative").toString(c.speculative);
   if (c.speculative == "off") c.speculative.clear();
   c.spec_k = o.value("spec_k").toInt(c.spec_k);
+  c.spec_p_min = o.value("spec_p_min").toDouble(c.spec_p_min);
   return c;
 }
 

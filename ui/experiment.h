@@ -27,6 +27,7 @@ struct ExperimentConfig {
   QString quantize;  // "" = as stored
   QString speculative;  // "" = off; else llmwb::parse_speculative's form ("ngram", "self-int4", ...)
   int spec_k = 0;       // guesses per step; 0 = adaptive
+  double spec_p_min = -1;   // a model draft stops below this probability; < 0 = automatic
   int tensor_parallel_size = 1;     // in-process ranks (docs/PARALLEL.md)
   int pipeline_parallel_size = 1;
 

@@ -47,6 +47,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
       prefix_cache_(new QCheckBox(tr("reuse KV blocks of shared prompt prefixes"), this)),
       speculative_(new QComboBox(this)),
       spec_k_(new QSpinBox(this)),
+      spec_p_min_(new QDoubleSpinBox(this)),
       tensor_parallel_(new QSpinBox(this)),
       pipeline_parallel_(new QSpinBox(this)),
       dist_(new QComboBox(this)),
@@ -91,6 +92,16 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   spec_k_->setRange(0, 64);
   spec_k_->setSpecialValueText(tr("adaptive"));
   spec_k_->setValue(s.spec_k);
+  spec_p_min_->setObjectName("spec_p_min");
+  spec_p_min_->setRange(-0.05, 0.95);
+  spec_p_min_->setSingleStep(0.05);
+  spec_p_min_->setDecimals(2);
+  spec_p_min_->setSpecialValueText(tr("automatic"));
+  spec_p_min_->setValue(s.spec_p_min < 0 ? -0.05 : s.spec_p_min);
+  spec_p_min_->setToolTip(tr("A draft model stops guessing at a token it gives less than this probability: the "
+                             "guesses it doubts are the ones the model rejects, and each costs a draft pass. "
+                             "0: always guess the full count. Automatic: 0.6 with adaptive guesses, 0 with a "
+                             "fixed count. ngram ignores it."));
   step_delay_->setRange(0, 2000);
   step_delay_->setSuffix(" ms");
   step_delay_->setSpecialValueText(tr("off"));
@@ -113,6 +124,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   ef->addRow(tr("Prefix cache"), prefix_cache_);
   ef->addRow(tr("Speculative decoding"), speculative_);
   ef->addRow(tr("Guessed tokens per step"), spec_k_);
+  ef->addRow(tr("Stop guessing below draft probability"), spec_p_min_);
   // Parallelism: ranks as threads of this process (docs/PARALLEL.md).
   tensor_parallel_->setObjectName("tensor_parallel_size");
   tensor_parallel_->setRange(1, 64);
@@ -218,6 +230,7 @@ AppSettings SettingsDialog::settings() const {
   s.speculative = speculative_->currentText().trimmed();
   if (s.speculative.isEmpty()) s.speculative = "off";
   s.spec_k = spec_k_->value();
+  s.spec_p_min = spec_p_min_->value() < 0 ? -1 : spec_p_min_->value();
   s.tensor_parallel_size = tensor_parallel_->value();
   s.pipeline_parallel_size = pipeline_parallel_->value();
   s.step_delay_ms = step_delay_->value();

@@ -11,6 +11,7 @@
 class QCheckBox;
 class QComboBox;
 class QDialogButtonBox;
+class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -60,6 +61,7 @@ class SettingsDialog : public QDialog {
   QCheckBox* prefix_cache_;
   QComboBox* speculative_;   // editable: draft:PATH is typed
   QSpinBox* spec_k_;
+  QDoubleSpinBox* spec_p_min_;   // its minimum (-0.05) reads "automatic"
   QSpinBox* tensor_parallel_;
   QSpinBox* pipeline_parallel_;
   QComboBox* dist_;

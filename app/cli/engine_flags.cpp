@@ -25,7 +25,7 @@ const std::vector<std::string>& engine_value_flags() {
   static const std::vector<std::string> v{"model", "tokenizer", "threads", "backend", "block-size", "kv-memory",
                                           "max-num-seqs", "max-batched-tokens", "max-model-len",
                                           "tensor-parallel-size", "pipeline-parallel-size", "pipeline-micro-batches", "dist",
-                                          "quantize", "kv-dtype", "tuning", "spec", "spec-k"};
+                                          "quantize", "kv-dtype", "tuning", "spec", "spec-k", "spec-p-min"};
   return v;
 }
 const std::vector<std::string>& engine_bool_flags() {
@@ -59,6 +59,8 @@ const char* engine_flags_usage() {
          "                          ngram[:MIN:MAX] (prompt lookup, default 1:3), self-int4 (the model's own\n"
          "                          weights at 4 bits), layers:K (its first K layers); the output is unchanged\n"
          "  --spec-k K|auto         tokens guessed per step (default auto: adapts per sequence, 1..8)\n"
+         "  --spec-p-min P|auto     a draft model stops guessing at a token it gives less than P probability\n"
+         "                          (0 = always guess k; default auto: 0.6 with --spec-k auto, 0 with a fixed k)\n"
          "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"
          "                          cuda_graphs, nvtx_layers, device_sampling =on|off (llmwb-cli --help lists\n"
          "                          the LLMWB_* variables that set their defaults); no switch changes a token\n";
@@ -116,6 +118,15 @@ EngineConfig engine_config_from(const Args& a) {
     if (!c.speculative.enabled()) throw UsageError("--spec-k: needs --spec");
     const std::string k = a.str("spec-k");
     if (k != "auto") c.speculative.num_speculative_tokens = static_cast<int>(a.integer("spec-k", 0, 1, 64));
+  }
+  if (a.has("spec-p-min")) {
+    if (!c.speculative.enabled()) throw UsageError("--spec-p-min: needs --spec");
+    if (c.speculative.method == "ngram") throw UsageError("--spec-p-min: ngram guesses carry no probability; it applies to draft:, self-int4 and layers:");
+    if (a.str("spec-p-min") != "auto") {
+      const double p = a.real("spec-p-min", 0, 0, 1);
+      if (p >= 1) throw UsageError("--spec-p-min: must be below 1 (a draft never gives more), got " + a.str("spec-p-min"));
+      c.speculative.draft_p_min = p;
+    }
   }
   for (const std::string& t : a.all("tuning")) {
     const size_t eq = t.find('=');

@@ -75,6 +75,8 @@ void SpeculativeConfig::validate() const {
                                                      std::to_string(prompt_lookup_min) + " and " +
                                                      std::to_string(prompt_lookup_max));
   if (method == "draft_model" && model.empty()) throw Error("speculative.model", "draft_model needs a draft model file");
+  if (!(draft_p_min < 1) || (draft_p_min < 0 && draft_p_min != -1))
+    throw Error("speculative.draft_p_min", "must be in [0, 1) (or -1 = automatic), got " + std::to_string(draft_p_min));
   if (method == "layers" && layers < 1) throw Error("speculative.layers", "must be at least 1, got " + std::to_string(layers));
 }
 

@@ -1,6 +1,7 @@
 #include "spec/model_proposer.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace llmwb {
 
@@ -11,7 +12,7 @@ ModelProposer::ModelProposer(std::string name, std::unique_ptr<ModelFile> file, 
 ModelProposer::ModelProposer(std::string name, ModelRunner& target, int vocab, int exit_layers)
     : name_(std::move(name)), runner_(target), vocab_(vocab), exit_layers_(exit_layers), shares_kv_(true) {}
 
-void ModelProposer::choose(DraftSlot& s, float* row) {
+float ModelProposer::choose(DraftSlot& s, float* row) {
   const SamplingParams& p = *s.params;
   const std::vector<int>* history = &s.seq->tokens;
   const size_t output_start = static_cast<size_t>(s.seq->num_prompt_tokens);
@@ -22,8 +23,15 @@ void ModelProposer::choose(DraftSlot& s, float* row) {
     history = &history_;
   }
   if (p.temperature <= 0.f) {
-    s.tokens.push_back(sampler_.sample(row, vocab_, p, *s.rng, *history, output_start).token);
-    return;
+    const int token = sampler_.sample(row, vocab_, p, *s.rng, *history, output_start).token;
+    s.tokens.push_back(token);
+    if (p_min_ <= 0.f) return 1.f;
+    // The draft's confidence in its argmax: softmax of the (penalized) row at that token.
+    float top = row[0];
+    for (int t = 1; t < vocab_; ++t) top = std::max(top, row[t]);
+    double sum = 0;
+    for (int t = 0; t < vocab_; ++t) sum += std::exp(double(row[t]) - top);
+    return static_cast<float>(std::exp(double(row[token]) - top) / sum);
   }
   sampler_.distribution(row, vocab_, p, *history, probs_, output_start);
   const double r = s.rng->uniform();
@@ -37,6 +45,7 @@ void ModelProposer::choose(DraftSlot& s, float* row) {
   }
   s.tokens.push_back(pick);
   s.q.insert(s.q.end(), probs_.begin(), probs_.end());
+  return pick >= 0 ? probs_[static_cast<size_t>(pick)] : 0.f;
 }
 
 void ModelProposer::propose(std::span<DraftSlot> slots) {
@@ -46,6 +55,12 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
     s.q.clear();
     kmax = std::max(kmax, s.k);
   }
+  // Draft passes each slot took part in; a slot stops early (passes > tokens) where the draft
+  // doubted its guess (p_min_). The pass that produced the dropped guess still wrote the K/V of
+  // the guess before it, so the draft's cache holds passes - 1 positions past the sequence.
+  std::vector<int> passes(slots.size(), 0);
+  std::vector<bool> stopped(slots.size(), false);
+  std::vector<size_t> row_slot;
   ForwardBatch batch;
   batch.exit_layers = exit_layers_;
   std::vector<DraftSlot*> rows;
@@ -54,8 +69,10 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
     batch.seqs.clear();
     batch.num_logit_rows = 0;
     rows.clear();
-    for (DraftSlot& s : slots) {
-      if (s.k <= r) continue;
+    row_slot.clear();
+    for (size_t si = 0; si < slots.size(); ++si) {
+      DraftSlot& s = slots[si];
+      if (s.k <= r || stopped[si]) continue;
       const Sequence& q = *s.seq;
       ForwardSeq fs;
       fs.first = static_cast<int>(batch.tokens.size());
@@ -75,14 +92,23 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
       }
       batch.seqs.push_back(fs);
       rows.push_back(&s);
+      row_slot.push_back(si);
     }
+    if (rows.empty()) break;
     logits_.resize(static_cast<size_t>(batch.num_logit_rows) * vocab_);
     runner_.execute(batch, logits_.data(), -1, nullptr, nullptr);
-    for (size_t i = 0; i < rows.size(); ++i) choose(*rows[i], logits_.data() + i * vocab_);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      DraftSlot& s = *rows[i];
+      ++passes[row_slot[i]];
+      if (choose(s, logits_.data() + i * vocab_) >= p_min_) continue;
+      s.tokens.pop_back();   // doubted: not guessed, and no more guesses for this sequence
+      if (!s.q.empty()) s.q.resize(s.q.size() - static_cast<size_t>(vocab_));
+      stopped[row_slot[i]] = true;
+    }
   }
   if (!shares_kv_)
-    for (DraftSlot& s : slots)
-      if (s.k > 0) computed_[s.seq->seq_id] = s.seq->num_tokens() + s.k - 1;
+    for (size_t si = 0; si < slots.size(); ++si)
+      if (passes[si] > 0) computed_[slots[si].seq->seq_id] = slots[si].seq->num_tokens() + passes[si] - 1;
 }
 
 void ModelProposer::copy_blocks(std::span<const BlockCopy> copies) {

@@ -27,6 +27,10 @@ class ModelProposer final : public Proposer {
   // The target's own runner, run for its first `exit_layers` layers over its own KV pool.
   ModelProposer(std::string name, ModelRunner& target, int vocab, int exit_layers);
 
+  // Stop a sequence's guesses at the first one the draft gives less than p probability
+  // (SpeculativeConfig::draft_p_min); 0 = always guess k.
+  void set_p_min(float p) { p_min_ = p; }
+
   std::string name() const override { return name_; }
   void propose(std::span<DraftSlot> slots) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;
@@ -34,8 +38,9 @@ class ModelProposer final : public Proposer {
   void forget(uint64_t seq_id) override { computed_.erase(seq_id); }
 
  private:
-  // The guess from one row of draft logits, appended to the slot (and its q where sampled).
-  void choose(DraftSlot& s, float* row);
+  // The guess from one row of draft logits, appended to the slot (and its q where sampled);
+  // returns the probability the draft gave it.
+  float choose(DraftSlot& s, float* row);
 
   std::string name_;
   std::unique_ptr<ModelFile> file_;
@@ -43,6 +48,7 @@ class ModelProposer final : public Proposer {
   ModelRunner& runner_;
   int vocab_ = 0;
   int exit_layers_ = 0;
+  float p_min_ = 0.f;
   bool shares_kv_ = false;
   std::map<uint64_t, int> computed_;   // seq_id -> leading tokens whose K/V the draft pool holds
   Sampler sampler_;

@@ -52,7 +52,9 @@ std::unique_ptr<Proposer> draft_runner_proposer(const EngineConfig& cfg, const P
   if (!quantize.empty()) quantize_weights_in_place(*file, weights, quantize, cfg.backend);
   auto runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights), {});
   runner->allocate_kv(t.num_blocks, t.block_size, t.kv_dtype);
-  return std::make_unique<ModelProposer>(cfg.speculative.method, std::move(file), std::move(runner));
+  auto proposer = std::make_unique<ModelProposer>(cfg.speculative.method, std::move(file), std::move(runner));
+  proposer->set_p_min(static_cast<float>(cfg.speculative.effective_draft_p_min()));
+  return proposer;
 }
 
 }  // namespace
@@ -72,7 +74,9 @@ std::unique_ptr<Proposer> make_proposer(const EngineConfig& cfg, const ProposerT
                                             std::to_string(n) + " layers");
     if (!t.runner_exits_early)
       throw Error("speculative.layers", "the " + cfg.backend + " backend cannot exit after the first layers");
-    return std::make_unique<ModelProposer>("layers", *t.runner, t.file->config.vocab_size, s.layers);
+    auto proposer = std::make_unique<ModelProposer>("layers", *t.runner, t.file->config.vocab_size, s.layers);
+    proposer->set_p_min(static_cast<float>(s.effective_draft_p_min()));
+    return proposer;
   }
   throw Error("speculative.method", "'" + s.method + "' is not ngram, draft_model, self_int4 or layers");
 }

@@ -1,4 +1,4 @@
-# Speculative decoding (--spec, --spec-k) on the commands that take engine flags: greedy text
+# Speculative decoding (--spec, --spec-k, --spec-p-min) on the commands that take engine flags: greedy text
 # unchanged, statistics in the JSON, and bad values answered with the flag's name.
 cli_test(generate_spec_ngram_same_text "Once upon a time, there was a little girl named Lily"
   ${CLI} generate --model ${S260}/stories260K.gguf --spec ngram --temperature 0 --max-tokens 40)
@@ -18,6 +18,17 @@ cli_error_test(generate_bad_spec "--spec: 'medusa' is not draft:PATH, ngram\\[:M
 cli_error_test(generate_bad_spec_ngram "--spec: 'ngram:3:1' has MAX below MIN" ${CLI} generate --spec ngram:3:1)
 cli_error_test(generate_spec_k_without_spec "--spec-k: needs --spec" ${CLI} generate --spec-k 3)
 cli_error_test(bench_bad_spec_k "--spec-k" ${CLI} bench --spec ngram --spec-k many)
+cli_test(generate_spec_p_min_same_text "Once upon a time, there was a little girl named Lily"
+  ${CLI} generate --model ${S260}/stories260K.gguf --spec self-int4 --spec-k 8 --spec-p-min 0.7 --temperature 0 --max-tokens 40)
+cli_test(bench_spec_p_min_json "\"draft_p_min\": 0\\.6"
+  ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 16 -r 1 --threads 1 --spec layers:3 --json)
+cli_error_test(generate_spec_p_min_one "--spec-p-min: must be below 1"
+  ${CLI} generate --spec self-int4 --spec-p-min 1)
+cli_error_test(generate_spec_p_min_word "--spec-p-min: 'high' is not a number"
+  ${CLI} generate --spec self-int4 --spec-p-min high)
+cli_error_test(generate_spec_p_min_ngram "--spec-p-min: ngram guesses carry no probability"
+  ${CLI} generate --spec ngram --spec-p-min 0.5)
+cli_error_test(generate_spec_p_min_without_spec "--spec-p-min: needs --spec" ${CLI} generate --spec-p-min 0.5)
 cli_error_test(generate_spec_too_many_layers "speculative.layers: 9 is not fewer than the target's 5 layers"
   ${CLI} generate --model ${S260}/stories260K.gguf --spec layers:9)
 cli_error_test(generate_spec_missing_draft "no-such-draft.gguf"

@@ -171,6 +171,34 @@ TEST(SpeculativeDecoding, DraftModelGreedyEqualsPlainDecodingTokenForToken) {
   expect_greedy_equal(stories(), "draft_model", {1, 3, 8, 0});
 }
 
+// A draft that stops at the guesses it doubts (draft_p_min) emits the same tokens, drafts fewer
+// of them and gets a larger share accepted.
+TEST(SpeculativeDecoding, DraftStoppingAtDoubtedGuessesEqualsPlainDecodingAndDraftsLess) {
+  for (const char* method : {"self_int4", "layers"}) {
+    SCOPED_TRACE(method);
+    Engine plain(stories());
+    const std::vector<Job> jobs = story_jobs(plain, 6);
+    const std::vector<int> arrival = staggered(jobs.size());
+    const Outcome want = run_staggered(plain, jobs, arrival);
+    SpeculativeStats all, doubting;
+    for (double p_min : {0.0, 0.8}) {
+      EngineConfig c = with_spec(stories(), method, 8);
+      c.speculative.draft_p_min = p_min;
+      Engine e(c);
+      EXPECT_EQ(run_staggered(e, jobs, arrival).tokens, want.tokens) << "p-min " << p_min;
+      (p_min > 0 ? doubting : all) = e.telemetry().speculative_total;
+    }
+    const double per_round_all = double(all.drafted) / double(all.drafts);
+    const double per_round_doubting = double(doubting.drafted) / double(doubting.drafts);
+    EXPECT_GT(per_round_all, 6.0) << "without p-min a round guesses k (fewer only near max_tokens)";
+    EXPECT_LT(per_round_doubting, 0.9 * per_round_all);
+    if (std::string(method) == "self_int4") {   // layers:2 of stories260K guesses right too rarely to compare
+      EXPECT_GT(doubting.accepted, 0u);
+      EXPECT_GT(doubting.acceptance_rate(), all.acceptance_rate());
+    }
+  }
+}
+
 TEST(SpeculativeDecoding, TinyKvPoolPreemptsAndSpeculationStillEqualsPlainDecoding) {
   EngineConfig c = stories();
   c.block_size = 8;
@@ -294,6 +322,11 @@ TEST(SpeculativeDecoding, BadSpeculativeConfigNamesTheField) {
   c.speculative.method = "layers";
   c.speculative.layers = 99;
   EXPECT_NE(test::error_of([&] { Engine e(c); }).find("speculative.layers"), std::string::npos);
+  c.speculative.layers = 2;
+  for (double bad : {1.0, 1.5, -0.5, std::nan("")}) {
+    c.speculative.draft_p_min = bad;
+    EXPECT_NE(test::error_of([&] { Engine e(c); }).find("speculative.draft_p_min"), std::string::npos) << bad;
+  }
 }
 
 TEST(NgramProposer, ContinuesTheLatestEarlierOccurrenceOfTheLongestSuffix) {
@@ -332,9 +365,10 @@ double chi_square_critical_001(int df) {
 struct Exactness {
   double chi2 = 0, critical = 0;
   double acceptance = 0;
+  double rounds_per_request = 0;   // verification rounds with a guess; 1 here unless the draft stops
 };
 
-Exactness sampling_exactness(const std::string& method, int layers) {
+Exactness sampling_exactness(const std::string& method, int layers, double p_min = 0) {
   const std::string path = test::make_test_model("spec", "exact", 64, 128, 4, 2, 300, DType::F32, 17, 64);
   SamplingParams p;
   p.temperature = 0.04f;   // random weights give flat logits: sharpen them
@@ -392,6 +426,7 @@ Exactness sampling_exactness(const std::string& method, int layers) {
   cfg.speculative.method = method;
   cfg.speculative.layers = layers;
   cfg.speculative.num_speculative_tokens = 2;
+  cfg.speculative.draft_p_min = p_min;
   Engine e(cfg);
   const int n = 6000;
   std::map<std::vector<int>, int> seen;
@@ -433,6 +468,7 @@ Exactness sampling_exactness(const std::string& method, int layers) {
   }
   x.critical = chi_square_critical_001(std::max(1, cells - 1));
   x.acceptance = e.telemetry().speculative_total.acceptance_rate();
+  x.rounds_per_request = double(e.telemetry().speculative_total.drafts) / n;
   return x;
 }
 
@@ -451,4 +487,17 @@ TEST(SpeculativeSampling, EarlyExitDraftLeavesTheOutputDistributionExactlyTheTar
   EXPECT_LT(x.chi2, x.critical);
   EXPECT_GT(x.acceptance, 0.05);
   EXPECT_LT(x.acceptance, 0.98) << "p and q should differ for the test to mean something";
+}
+
+TEST(SpeculativeSampling, DraftThatStopsAtDoubtedGuessesLeavesTheOutputDistributionExactlyTheTargets) {
+  // Where the draft stops depends on its own distribution only, so any p-min keeps p exact.
+  const Exactness x = sampling_exactness("layers", 1, 0.9);
+  // Three tokens from a prefill: the one step that may speculate has room for one guess, which the
+  // draft keeps or drops.
+  std::printf("layers:1 p-min 0.9: chi2 %.2f critical %.2f acceptance %.3f rounds with a guess per request %.2f\n",
+              x.chi2, x.critical, x.acceptance, x.rounds_per_request);
+  EXPECT_LT(x.chi2, x.critical);
+  EXPECT_GT(x.acceptance, 0.05);
+  EXPECT_LT(x.rounds_per_request, 0.95) << "p-min should have dropped some guesses";
+  EXPECT_GT(x.rounds_per_request, 0.2) << "p-min should have let some guesses through";
 }

@@ -3,6 +3,7 @@
 // report acceptance, and the Settings dialog offers the methods and refuses unknown ones.
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFontMetrics>
 #include <QImage>
 #include <QPlainTextEdit>
@@ -132,6 +133,28 @@ class TestSpeculativeMarking : public QObject {
     dialog.show();
     dialog.accept();
     QVERIFY2(dialog.result() != QDialog::Accepted, "an unknown method was accepted");
+  }
+
+  void settings_set_where_a_draft_stops_guessing() {
+    ui::AppSettings s;
+    s.speculative = "self-int4";
+    ui::SettingsDialog dialog(s);
+    auto* p_min = dialog.findChild<QDoubleSpinBox*>("spec_p_min");
+    QVERIFY(p_min);
+    QCOMPARE(p_min->text(), QString("automatic"));
+    QCOMPARE(dialog.settings().spec_p_min, -1.0);
+    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.effective_draft_p_min(),
+             SpeculativeConfig::kAutoDraftPMin);   // adaptive k: the engine's automatic threshold
+    p_min->setValue(0.75);
+    QCOMPARE(dialog.settings().spec_p_min, 0.75);
+    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.draft_p_min, 0.75);
+    p_min->setValue(0.0);
+    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.effective_draft_p_min(), 0.0);
+    p_min->setValue(p_min->minimum());
+    QCOMPARE(dialog.settings().spec_p_min, -1.0);
+    ui::AppSettings fixed = dialog.settings();
+    fixed.spec_k = 4;
+    QCOMPARE(fixed.engine_config("m.gguf", {}).speculative.effective_draft_p_min(), 0.0);   // a fixed k guesses k
   }
 
   void self_int4_generation_marks_accepted_tokens_and_keeps_the_text() {
