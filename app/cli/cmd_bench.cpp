@@ -321,7 +321,7 @@ int run_bench(const std::vector<std::string>& argv) {
         for (size_t i = 0; i < s.drafted_at.size(); ++i) per_position.push_back(s.acceptance_at(i));
         j["speculative"] = {{"method", cfg.speculative.method},
                             {"num_speculative_tokens", cfg.speculative.num_speculative_tokens},
-                            {"draft_p_min", cfg.speculative.effective_draft_p_min()},
+                            {"draft_p_min", draft_p_min_json(cfg.speculative)},
                             {"drafted", s.drafted},
                             {"accepted", s.accepted},
                             {"drafts", s.drafts},

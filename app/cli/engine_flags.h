@@ -1,6 +1,7 @@
 // engine_flags.h — the engine and sampling flags shared by generate and bench.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ const char* engine_flags_usage();
 EngineConfig engine_config_from(const Args& a);
 // --spec's value: draft:PATH, ngram[:MIN:MAX], self-int4 or layers:K (UsageError otherwise).
 SpeculativeConfig speculative_config_from(const std::string& value);
+// draft_p_min as the JSON writers report it: "auto" or the threshold.
+nlohmann::json draft_p_min_json(const SpeculativeConfig& s);
 // On stderr: a warning when --max-model-len goes past the context the model was trained for
 // (quality there is not promised, and the KV pool is sized for the longer context).
 void warn_beyond_trained_context(const Engine& engine, const char* command);

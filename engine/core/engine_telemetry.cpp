@@ -39,6 +39,7 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
   t.sample_seconds = times.sample;
   t.ranks = runner->rank_telemetry();
   t.draft_seconds = times.draft;
+  if (proposer) t.draft_p_min = proposer->draft_p_min();
   t.speculative_step = spec_step;
   t.speculative_total = spec_total;
   if (spec_step.drafts > 0) {

@@ -30,6 +30,7 @@ class ModelProposer final : public Proposer {
   // Stop a sequence's guesses at the first one the draft gives less than p probability
   // (SpeculativeConfig::draft_p_min); 0 = always guess k.
   void set_p_min(float p) { p_min_ = p; }
+  double draft_p_min() const override { return p_min_; }
 
   std::string name() const override { return name_; }
   void propose(std::span<DraftSlot> slots) override;

@@ -2,6 +2,9 @@
 // loaded, checked against the target and given a KV pool mirroring the target's.
 #include "spec/proposer.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "llmwb/errors.h"
 #include "model/llama_weights.h"
 #include "quant/weight_quantizer.h"
@@ -29,6 +32,25 @@ void check_same_vocabulary(const Tokenizer& target, const std::string& target_pa
                                 std::to_string(std::min(n, m)) + " agree");
 }
 
+// Bytes a decode step reads (flops.h's decode_weight_bytes rule: every tensor once, an untied
+// embedding one row), of the first `layers` blocks only where layers >= 0.
+uint64_t decode_bytes(const ModelFile& f, int layers = -1) {
+  uint64_t bytes = 0;
+  for (const TensorView& t : f.tensors) {
+    if (layers >= 0 && t.name.rfind("blk.", 0) == 0 && std::atoi(t.name.c_str() + 4) >= layers) continue;
+    const bool embedding = t.name == "token_embd.weight";
+    if (!embedding || f.config.tied_embeddings || t.shape.empty() || t.shape[0] <= 0) bytes += t.nbytes;
+    else bytes += t.nbytes / static_cast<uint64_t>(t.shape[0]);
+  }
+  return bytes;
+}
+
+// draft_p_min as the proposer applies it: automatic = the draft's share of the target's bytes.
+float doubt_threshold(const SpeculativeConfig& s, double bytes_share) {
+  if (s.draft_p_min_automatic()) return static_cast<float>(std::clamp(bytes_share, 0.0, 0.9));
+  return static_cast<float>(std::max(0.0, s.draft_p_min));
+}
+
 std::unique_ptr<Proposer> draft_runner_proposer(const EngineConfig& cfg, const ProposerTarget& t,
                                                 const std::string& path, const std::string& quantize) {
   auto file = load_model_file(path);
@@ -52,8 +74,9 @@ std::unique_ptr<Proposer> draft_runner_proposer(const EngineConfig& cfg, const P
   if (!quantize.empty()) quantize_weights_in_place(*file, weights, quantize, cfg.backend);
   auto runner = make_model_runner(cfg.backend, cfg.threads, cfg.tuning, *file, std::move(weights), {});
   runner->allocate_kv(t.num_blocks, t.block_size, t.kv_dtype);
+  const double share = double(decode_bytes(*file)) / double(std::max<uint64_t>(1, decode_bytes(*t.file)));
   auto proposer = std::make_unique<ModelProposer>(cfg.speculative.method, std::move(file), std::move(runner));
-  proposer->set_p_min(static_cast<float>(cfg.speculative.effective_draft_p_min()));
+  proposer->set_p_min(doubt_threshold(cfg.speculative, share));
   return proposer;
 }
 
@@ -75,7 +98,8 @@ std::unique_ptr<Proposer> make_proposer(const EngineConfig& cfg, const ProposerT
     if (!t.runner_exits_early)
       throw Error("speculative.layers", "the " + cfg.backend + " backend cannot exit after the first layers");
     auto proposer = std::make_unique<ModelProposer>("layers", *t.runner, t.file->config.vocab_size, s.layers);
-    proposer->set_p_min(static_cast<float>(s.effective_draft_p_min()));
+    const double share = double(decode_bytes(*t.file, s.layers)) / double(std::max<uint64_t>(1, decode_bytes(*t.file)));
+    proposer->set_p_min(doubt_threshold(s, share));
     return proposer;
   }
   throw Error("speculative.method", "'" + s.method + "' is not ngram, draft_model, self_int4 or layers");

@@ -48,6 +48,8 @@ class Proposer {
   virtual void copy_blocks(std::span<const BlockCopy> copies) { (void)copies; }
   // After verification: seq keeps only its num_computed_tokens, whatever was guessed past them.
   virtual void rollback(const Sequence& seq) { (void)seq; }
+  // The probability below which the next step's guesses stop (0: they never do).
+  virtual double draft_p_min() const { return 0; }
   // The sequence finished, was aborted or preempted: its draft state (if any) is void.
   virtual void forget(uint64_t seq_id) { (void)seq_id; }
 };

@@ -20,8 +20,10 @@ cli_error_test(generate_spec_k_without_spec "--spec-k: needs --spec" ${CLI} gene
 cli_error_test(bench_bad_spec_k "--spec-k" ${CLI} bench --spec ngram --spec-k many)
 cli_test(generate_spec_p_min_same_text "Once upon a time, there was a little girl named Lily"
   ${CLI} generate --model ${S260}/stories260K.gguf --spec self-int4 --spec-k 8 --spec-p-min 0.7 --temperature 0 --max-tokens 40)
-cli_test(bench_spec_p_min_json "\"draft_p_min\": 0\\.6"
+cli_test(bench_spec_p_min_auto_json "\"draft_p_min\": \"auto\""
   ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 16 -r 1 --threads 1 --spec layers:3 --json)
+cli_test(bench_spec_p_min_json "\"draft_p_min\": 0\\.35"
+  ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 16 -r 1 --threads 1 --spec layers:3 --spec-k 4 --spec-p-min 0.35 --json)
 cli_error_test(generate_spec_p_min_one "--spec-p-min: must be below 1"
   ${CLI} generate --spec self-int4 --spec-p-min 1)
 cli_error_test(generate_spec_p_min_word "--spec-p-min: 'high' is not a number"

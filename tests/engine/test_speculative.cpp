@@ -199,6 +199,34 @@ TEST(SpeculativeDecoding, DraftStoppingAtDoubtedGuessesEqualsPlainDecodingAndDra
   }
 }
 
+// Automatic (adaptive k): the threshold is the bytes a draft pass reads over a target step's; a
+// fixed k guesses k; a set threshold stays.
+TEST(SpeculativeDecoding, AutomaticDoubtThresholdIsTheDraftsShareOfTheTargetsBytes) {
+  struct Case {
+    int k;
+    double p_min;
+  };
+  for (Case c : {Case{0, -1}, Case{4, -1}, Case{0, 0.35}}) {
+    SCOPED_TRACE(std::to_string(c.k) + " " + std::to_string(c.p_min));
+    EngineConfig cfg = with_spec(stories(), "layers", c.k);
+    cfg.speculative.layers = 4;   // 4 of 5 layers and the (tied) head: ~0.8 of the bytes
+    cfg.speculative.draft_p_min = c.p_min;
+    Engine e(cfg);
+    std::vector<Job> jobs = story_jobs(e, 1);
+    jobs[0].params.max_tokens = 60;
+    run_staggered(e, jobs, {0});
+    const double t = e.telemetry().draft_p_min;
+    if (c.p_min >= 0) {
+      EXPECT_NEAR(t, c.p_min, 1e-6);
+    } else if (c.k > 0) {
+      EXPECT_EQ(t, 0.0);
+    } else {
+      EXPECT_GT(t, 0.75);
+      EXPECT_LT(t, 0.85);
+    }
+  }
+}
+
 TEST(SpeculativeDecoding, TinyKvPoolPreemptsAndSpeculationStillEqualsPlainDecoding) {
   EngineConfig c = stories();
   c.block_size = 8;

@@ -143,18 +143,18 @@ class TestSpeculativeMarking : public QObject {
     QVERIFY(p_min);
     QCOMPARE(p_min->text(), QString("automatic"));
     QCOMPARE(dialog.settings().spec_p_min, -1.0);
-    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.effective_draft_p_min(),
-             SpeculativeConfig::kAutoDraftPMin);   // adaptive k: the engine's automatic threshold
+    QVERIFY(dialog.settings().engine_config("m.gguf", {}).speculative.draft_p_min_automatic());   // adaptive k
     p_min->setValue(0.75);
     QCOMPARE(dialog.settings().spec_p_min, 0.75);
     QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.draft_p_min, 0.75);
     p_min->setValue(0.0);
-    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.effective_draft_p_min(), 0.0);
+    QCOMPARE(dialog.settings().engine_config("m.gguf", {}).speculative.draft_p_min, 0.0);
+    QVERIFY(!dialog.settings().engine_config("m.gguf", {}).speculative.draft_p_min_automatic());
     p_min->setValue(p_min->minimum());
     QCOMPARE(dialog.settings().spec_p_min, -1.0);
     ui::AppSettings fixed = dialog.settings();
     fixed.spec_k = 4;
-    QCOMPARE(fixed.engine_config("m.gguf", {}).speculative.effective_draft_p_min(), 0.0);   // a fixed k guesses k
+    QVERIFY(!fixed.engine_config("m.gguf", {}).speculative.draft_p_min_automatic());   // a fixed k guesses k
   }
 
   void self_int4_generation_marks_accepted_tokens_and_keeps_the_text() {

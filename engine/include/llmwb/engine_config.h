@@ -26,14 +26,12 @@ struct SpeculativeConfig {
   int layers = 0;                    // layers: early exit after this many layers
   // A model draft (draft_model, self_int4, layers) stops guessing at a token it gives less than
   // this probability (llama.cpp's --draft-p-min): the guesses it doubts are the ones the target
-  // rejects, and each costs a draft pass. < 0 = automatic: kAutoDraftPMin with adaptive k, off
-  // (0) with a fixed k. ngram has no probabilities and ignores it.
-  static constexpr double kAutoDraftPMin = 0.6;
+  // rejects, and each costs a draft pass. < 0 = automatic: with adaptive k, the bytes a draft
+  // pass reads as a share of what a target step reads (its cost where decoding is bound by
+  // memory: a guess is worth its pass when it is likelier to be accepted than that); with a
+  // fixed k, 0 (always k guesses). ngram has no probabilities and ignores it.
   double draft_p_min = -1;
-  // draft_p_min resolved: the threshold the proposer applies.
-  double effective_draft_p_min() const {
-    return draft_p_min >= 0 ? draft_p_min : num_speculative_tokens == 0 ? kAutoDraftPMin : 0.0;
-  }
+  bool draft_p_min_automatic() const { return draft_p_min < 0 && num_speculative_tokens == 0; }
 
   bool enabled() const { return !method.empty(); }
   // Throws llmwb::Error naming the field when a value is out of range.

@@ -113,6 +113,9 @@ struct StepTelemetry {
   std::string speculative_method;
   SpeculativeStats speculative_step, speculative_total;
   double draft_seconds = 0.0;
+  // A model draft stops guessing below this probability next step (SpeculativeConfig::
+  // draft_p_min; automatic: its cost per pass over a target step, as measured); 0 = never.
+  double draft_p_min = 0.0;
   double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
   std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
 };
