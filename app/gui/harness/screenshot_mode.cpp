@@ -29,6 +29,7 @@
 #include "parallelism_view.h"
 #include "quant_view.h"
 #include "sampling_params_editor.h"
+#include "settings_dialog.h"
 #include "step_inspector_view.h"
 
 namespace llmwb::gui {
@@ -303,6 +304,22 @@ void ScreenshotMode::on_parallel_model_ready() {
   if (c->last_finish_reason() == FinishReason::Error) return fail("the TP 2 x PP 2 generation failed");
   if (w.parallelism_view()->steps_held() == 0) return fail("the Parallelism view received no per-rank telemetry");
   if (!capture("parallelism")) return;
+  capture_settings();
+}
+
+// The Settings dialog over the window, with speculation on so that its rows are all live.
+void ScreenshotMode::capture_settings() {
+  MainWindow& w = bench_.window();
+  ui::AppSettings s = w.settings();
+  s.speculative = "self-int4";
+  ui::SettingsDialog dialog(s, &w);
+  dialog.set_model(w.model_info());
+  dialog.show();
+  wait_for([] { return false; }, 0.25);
+  const QString path = QDir(dir_).filePath("settings.png");
+  if (!dialog.grab().save(path)) return fail(path + ": cannot write the PNG");
+  written_ << path;
+  dialog.reject();
   finish();
 }
 

@@ -34,6 +34,7 @@ class ScreenshotMode : public QObject {
   // The model reopened with TP 2 x PP 2 (Settings ▸ Parallelism), a generation, the
   // Parallelism view. The layout is applied without saving it as the user's.
   void capture_parallelism();
+  void capture_settings();
   void on_parallel_model_ready();
   void finish();
   bool capture(const QString& name);
