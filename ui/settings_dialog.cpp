@@ -100,8 +100,8 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   spec_p_min_->setValue(s.spec_p_min < 0 ? -0.05 : s.spec_p_min);
   spec_p_min_->setToolTip(tr("A draft model stops guessing at a token it gives less than this probability: the "
                              "guesses it doubts are the ones the model rejects, and each costs a draft pass. "
-                             "0: always guess the full count. Automatic: with adaptive guesses, the draft's measured "
-                             "cost per pass as a share of a model step; with a fixed count, 0. ngram ignores it."));
+                             "0: always guess the full count. Automatic: with adaptive guesses, the bytes a draft pass "
+                             "reads as a share of a model step's; with a fixed count, 0. ngram ignores it."));
   step_delay_->setRange(0, 2000);
   step_delay_->setSuffix(" ms");
   step_delay_->setSpecialValueText(tr("off"));

@@ -167,7 +167,7 @@ int run_serve_bench(const std::vector<std::string>& argv) {
       if (cfg.speculative.enabled())
         arr.back()["speculative"] = {{"method", cfg.speculative.method},
                                      {"num_speculative_tokens", cfg.speculative.num_speculative_tokens},
-                            {"draft_p_min", draft_p_min_json(cfg.speculative)},
+                                     {"draft_p_min", draft_p_min_json(cfg.speculative)},
                                      {"drafted", r.spec.drafted},
                                      {"accepted", r.spec.accepted},
                                      {"acceptance_rate", r.spec.acceptance_rate()},

@@ -60,8 +60,8 @@ const char* engine_flags_usage() {
          "                          weights at 4 bits), layers:K (its first K layers); the output is unchanged\n"
          "  --spec-k K|auto         tokens guessed per step (default auto: adapts per sequence, 1..8)\n"
          "  --spec-p-min P|auto     a draft model stops guessing at a token it gives less than P probability\n"
-         "                          (0 = always guess k). auto (default): with --spec-k auto, the draft's\n"
-         "                          measured cost per pass as a share of a target step; 0 with a fixed k\n"
+         "                          (0 = always guess k). auto (default): with --spec-k auto, the bytes a\n"
+         "                          draft pass reads as a share of a target step's; 0 with a fixed k\n"
          "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"
          "                          cuda_graphs, nvtx_layers, device_sampling =on|off (llmwb-cli --help lists\n"
          "                          the LLMWB_* variables that set their defaults); no switch changes a token\n";

@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "llmwb/errors.h"
+#include "llmwb/flops.h"
+#include "model/model_describe.h"
 #include "model/llama_weights.h"
 #include "quant/weight_quantizer.h"
 #include "runner/model_runner.h"
@@ -32,17 +34,15 @@ void check_same_vocabulary(const Tokenizer& target, const std::string& target_pa
                                 std::to_string(std::min(n, m)) + " agree");
 }
 
-// Bytes a decode step reads (flops.h's decode_weight_bytes rule: every tensor once, an untied
-// embedding one row), of the first `layers` blocks only where layers >= 0.
+// Bytes a decode step reads (llmwb::decode_weight_bytes), counting only the first `layers`
+// blocks where layers >= 0 (an early exit).
 uint64_t decode_bytes(const ModelFile& f, int layers = -1) {
-  uint64_t bytes = 0;
-  for (const TensorView& t : f.tensors) {
-    if (layers >= 0 && t.name.rfind("blk.", 0) == 0 && std::atoi(t.name.c_str() + 4) >= layers) continue;
-    const bool embedding = t.name == "token_embd.weight";
-    if (!embedding || f.config.tied_embeddings || t.shape.empty() || t.shape[0] <= 0) bytes += t.nbytes;
-    else bytes += t.nbytes / static_cast<uint64_t>(t.shape[0]);
-  }
-  return bytes;
+  ModelInfo info = describe_model(f, nullptr);
+  if (layers >= 0)
+    std::erase_if(info.tensors, [&](const TensorInfo& t) {
+      return t.name.rfind("blk.", 0) == 0 && std::atoi(t.name.c_str() + 4) >= layers;
+    });
+  return decode_weight_bytes(info);
 }
 
 // draft_p_min as the proposer applies it: automatic = the draft's share of the target's bytes.

@@ -114,7 +114,7 @@ struct StepTelemetry {
   SpeculativeStats speculative_step, speculative_total;
   double draft_seconds = 0.0;
   // A model draft stops guessing below this probability next step (SpeculativeConfig::
-  // draft_p_min; automatic: its cost per pass over a target step, as measured); 0 = never.
+  // draft_p_min; automatic: a draft pass's share of the target's decode bytes); 0 = never.
   double draft_p_min = 0.0;
   double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
   std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
