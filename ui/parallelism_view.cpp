@@ -519,6 +519,8 @@ void ParallelismView::draw_lanes() {
                 .arg(mb)
                 .arg(mb == 1 ? "" : "es");
     if (s.ranks->front().spans.empty()) text += tr(" · per-rank totals (no intervals recorded)");
+    if (cpu_cores_ > 0 && lanes() > cpu_cores_)
+      text += tr(" · %1 ranks share %2 cores: idle time in a lane includes waiting for a core").arg(lanes()).arg(cpu_cores_);
   } else {
     text += tr(" · no step yet: generate something");
   }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "live_view.h"
@@ -90,6 +91,9 @@ class ParallelismView : public LiveView {
   double analytic_allreduce_per_token() const;
   double analytic_stage_transfer_per_token() const;
   QString caption() const;
+  // Cores the ranks' threads share (default: the machine's hardware threads); with more ranks
+  // than cores the caption says that a lane's idle time includes waiting for a core.
+  void set_cpu_cores(int cores) { cpu_cores_ = cores; }
 
   LivePlot* lanes_plot() const { return lanes_plot_; }
   LivePlot* shares_plot() const { return shares_plot_; }
@@ -123,6 +127,7 @@ class ParallelismView : public LiveView {
   void fill_volume_table();
 
   int tp_ = 1, pp_ = 1;
+  int cpu_cores_ = static_cast<int>(std::thread::hardware_concurrency());
   ModelInfo model_;
   bool has_model_ = false;
   QStackedWidget* pages_;

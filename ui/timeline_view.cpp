@@ -158,6 +158,8 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
                         .arg(s.drafted)
                         .arg(100.0 * s.acceptance_rate(), 0, 'f', 1)
                         .arg(s.mean_acceptance_length(), 0, 'f', 2);
+    if (frame.latest->draft_p_min > 0)   // the draft stops at guesses it gives less than this
+      spec_caption_ += tr(", stops below p %1").arg(frame.latest->draft_p_min, 0, 'f', 2);
   }
   request_draw();
 }

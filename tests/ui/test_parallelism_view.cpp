@@ -258,6 +258,16 @@ class TestParallelismView : public QObject {
     };
     QCOMPARE(v.describe_at(at(-4.3, 1)), QString("stage 1 · tp 0 · step 7\nall-reduce, micro-batch 0: 1.000 ms, 512 B"));
     QVERIFY(v.describe_at(at(-2.0, 3)).endsWith("stage 0 · tp 0: idle"));
+    // 4 ranks on 2 cores: the idle gaps are partly the machine's, and the caption says so.
+    for (int cores : {2, 8}) {
+      v.set_cpu_cores(cores);
+      ui::TelemetryFrame again;
+      again.steps.push_back(pipelined_step(8, 1.1, 2));
+      const long before = v.draw_count();
+      v.add_frame(again);
+      QVERIFY(QTest::qWaitFor([&] { return v.draw_count() > before; }, 5000));
+      QVERIFY2(v.caption().contains("4 ranks share 2 cores") == (cores == 2), qPrintable(v.caption()));
+    }
   }
 
   void steps_are_drawn_back_to_back_with_the_time_between_them_cut() {

@@ -183,6 +183,8 @@ class TestSpeculativeMarking : public QObject {
     ui::TimelineView* timeline = bench->window().timeline_view();
     QVERIFY(timeline);
     QVERIFY(QTest::qWaitFor([&] { return timeline->speculation_caption().contains("self_int4"); }, 5000));
+    // Adaptive k: the automatic doubt threshold, the INT4 copy's share of the model's bytes.
+    QVERIFY2(timeline->speculation_caption().contains(", stops below p 0."), qPrintable(timeline->speculation_caption()));
     QVERIFY(!timeline->acceptance_per_position().empty());
     QVERIFY(timeline->acceptance_per_position()[0] > 0.2);
   }
