@@ -46,14 +46,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One rank of a parallel runner over a test's timed steps (StepTelemetry::ranks, summed).
-struct RankTotals {
-  int tp_rank = 0, pp_stage = 0;
-  int64_t steps = 0, micro_batches = 0;
-  double step = 0, compute = 0, allreduce = 0, recv = 0, send = 0, wall = 0, bubble = 0;
-  uint64_t allreduce_bytes = 0, sendrecv_bytes = 0;
-};
-
 struct TestResult {
   std::string name;     // pp128, tg128
   int n_prompt = 0, n_gen = 0;
@@ -70,23 +62,7 @@ struct TestResult {
 
   void add_ranks(const std::vector<RankTelemetry>& step) {
     if (ranks.size() != step.size()) ranks.assign(step.size(), {});
-    for (size_t i = 0; i < step.size(); ++i) {
-      const RankTelemetry& t = step[i];
-      RankTotals& k = ranks[i];
-      k.tp_rank = t.tp_rank;
-      k.pp_stage = t.pp_stage;
-      ++k.steps;
-      k.micro_batches += t.micro_batches;
-      k.step += t.step_seconds;
-      k.compute += t.compute_seconds;
-      k.allreduce += t.allreduce_seconds;
-      k.recv += t.recv_seconds;
-      k.send += t.send_seconds;
-      k.wall += t.wall_seconds;
-      k.bubble += t.bubble_seconds;
-      k.allreduce_bytes += t.allreduce_bytes;
-      k.sendrecv_bytes += t.sendrecv_bytes;
-    }
+    for (size_t i = 0; i < step.size(); ++i) ranks[i].add(step[i]);
   }
   // Per pipeline stage: its ranks' bubble over their wall time.
   std::vector<double> stage_bubbles() const {
@@ -96,8 +72,8 @@ struct TestResult {
         bubble.resize(size_t(k.pp_stage) + 1);
         wall.resize(size_t(k.pp_stage) + 1);
       }
-      bubble[size_t(k.pp_stage)] += k.bubble;
-      wall[size_t(k.pp_stage)] += k.wall;
+      bubble[size_t(k.pp_stage)] += k.bubble_seconds;
+      wall[size_t(k.pp_stage)] += k.wall_seconds;
     }
     for (size_t i = 0; i < bubble.size(); ++i) bubble[i] = wall[i] > 0 ? bubble[i] / wall[i] : 0.0;
     return bubble;
@@ -339,14 +315,14 @@ int run_bench(const std::vector<std::string>& argv) {
                            {"pp_stage", k.pp_stage},
                            {"steps", k.steps},
                            {"micro_batches", static_cast<double>(k.micro_batches) / n},
-                           {"step_ms", 1e3 * k.step / n},
-                           {"wall_ms", 1e3 * k.wall / n},
-                           {"compute_ms", 1e3 * k.compute / n},
-                           {"allreduce_ms", 1e3 * k.allreduce / n},
-                           {"recv_ms", 1e3 * k.recv / n},
-                           {"send_ms", 1e3 * k.send / n},
-                           {"bubble_ms", 1e3 * k.bubble / n},
-                           {"bubble_fraction", k.wall > 0 ? k.bubble / k.wall : 0.0},
+                           {"step_ms", 1e3 * k.step_seconds / n},
+                           {"wall_ms", 1e3 * k.wall_seconds / n},
+                           {"compute_ms", 1e3 * k.compute_seconds / n},
+                           {"allreduce_ms", 1e3 * k.allreduce_seconds / n},
+                           {"recv_ms", 1e3 * k.recv_seconds / n},
+                           {"send_ms", 1e3 * k.send_seconds / n},
+                           {"bubble_ms", 1e3 * k.bubble_seconds / n},
+                           {"bubble_fraction", k.bubble_fraction()},
                            {"allreduce_bytes", static_cast<double>(k.allreduce_bytes) / n},
                            {"sendrecv_bytes", static_cast<double>(k.sendrecv_bytes) / n}});
         }

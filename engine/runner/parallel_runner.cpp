@@ -90,7 +90,7 @@ void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int recor
     ends.push_back(r->end_seconds());
   }
   fill_bubbles(last_, ends);
-  for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i]->count_bubble(last_[i]);
+  for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i]->count_step(last_[i]);
 }
 
 void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int rows, int vocab, float* logits) {
@@ -104,8 +104,8 @@ void gather_vocab_ranges(const std::vector<const RankWorker*>& last_stage, int r
 
 std::vector<RankTelemetry> ParallelRunner::rank_telemetry() const { return last_; }
 
-std::vector<RankStats> ParallelRunner::rank_stats() const {
-  std::vector<RankStats> out;
+std::vector<RankTotals> ParallelRunner::rank_stats() const {
+  std::vector<RankTotals> out;
   for (const auto& r : ranks_) out.push_back(r->totals());
   return out;
 }

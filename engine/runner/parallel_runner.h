@@ -54,7 +54,7 @@ class ParallelRunner final : public ModelRunner {
   // Threads each rank computes with: stages in turn / stages overlapping.
   int threads_per_rank() const { return ranks_[0]->threads(); }
   int overlap_threads_per_rank() const { return overlap_threads_; }
-  std::vector<RankStats> rank_stats() const;
+  std::vector<RankTotals> rank_stats() const;
 
  private:
   int tp_, pp_;

@@ -30,8 +30,8 @@ RankWorker::RankWorker(const ModelConfig& c, const LlamaWeights& weights, int tp
   model_ = std::make_unique<LlamaModel>(shard_.config, shard_.weights, *backend_);
   if (tp_ > 1) model_->set_tensor_parallel(&tp_comm_);
   tp_comm_.log = world_comm_.log = &log_;
-  last_.tp_rank = stats_.tp_rank = t_;
-  last_.pp_stage = stats_.pp_stage = p_;
+  last_.tp_rank = t_;
+  last_.pp_stage = p_;
 }
 
 void RankWorker::allocate_kv(int num_blocks, int block_size, KVDType dtype) {
@@ -116,13 +116,6 @@ void RankWorker::run(const ForwardBatch& batch, const std::vector<MicroBatch>& m
   k.sendrecv_bytes = world_comm_.bytes - wb0;
   k.compute_seconds = k.step_seconds - k.allreduce_seconds - k.recv_seconds - k.send_seconds;
   k.wall_seconds = k.bubble_seconds = k.bubble_fraction = 0;
-  ++stats_.steps;
-  stats_.step_seconds += k.step_seconds;
-  stats_.allreduce_seconds += k.allreduce_seconds;
-  stats_.allreduce_bytes += k.allreduce_bytes;
-  stats_.recv_seconds += k.recv_seconds;
-  stats_.send_seconds += k.send_seconds;
-  stats_.sendrecv_bytes += k.sendrecv_bytes;
 }
 
 void fill_bubbles(std::vector<RankTelemetry>& ranks, const std::vector<double>& ends) {

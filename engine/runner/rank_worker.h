@@ -28,21 +28,6 @@ namespace llmwb {
 
 struct TuningConfig;
 
-// What one rank spent, summed over the steps so far.
-struct RankStats {
-  int tp_rank = 0, pp_stage = 0;
-  int steps = 0;
-  double step_seconds = 0;        // the rank's whole step (forward and communication)
-  double allreduce_seconds = 0;   // in the tensor-parallel all-reduces (waiting included)
-  uint64_t allreduce_bytes = 0;
-  double recv_seconds = 0;        // waiting for the previous stage (pipeline bubble + transfer)
-  double send_seconds = 0;        // waiting for the next stage to take the residual stream
-  uint64_t sendrecv_bytes = 0;
-  double wall_seconds = 0, bubble_seconds = 0;   // RankTelemetry's, summed
-  double compute_seconds() const { return step_seconds - allreduce_seconds - recv_seconds - send_seconds; }
-  double bubble_fraction() const { return wall_seconds > 0 ? bubble_seconds / wall_seconds : 0.0; }
-};
-
 class RankWorker {
  public:
   // Throws llmwb::Error("tensor_parallel_size" / "pipeline_parallel_size", ...) for a split the
@@ -74,11 +59,8 @@ class RankWorker {
   // (fill_bubbles), knowing every rank's end.
   const RankTelemetry& last_step() const { return last_; }
   // Adds a step's telemetry, bubble filled, to the totals.
-  void count_bubble(const RankTelemetry& t) {
-    stats_.wall_seconds += t.wall_seconds;
-    stats_.bubble_seconds += t.bubble_seconds;
-  }
-  const RankStats& totals() const { return stats_; }
+  void count_step(const RankTelemetry& t) { totals_.add(t); }
+  const RankTotals& totals() const { return totals_; }
   std::string backend_name() const { return backend_->name(); }
 
  private:
@@ -94,7 +76,7 @@ class RankWorker {
   TimedCommunicator tp_comm_, world_comm_;
   std::vector<float> act_in_, act_out_, logits_, mb_logits_;
   RankTelemetry last_;
-  RankStats stats_;
+  RankTotals totals_;
 };
 
 // A step's wall time, bubbles and bubble fractions: ends[r] is rank r's end, seconds after the

@@ -596,20 +596,20 @@ TEST(ParallelRunner, MorePipelineStagesThanLayersIsAClearError) {
   EXPECT_NE(e.find("pipeline_parallel_size"), std::string::npos) << e;
 }
 
-TEST(ParallelRunner, RankStatsCountAllReducesAndPipelineTransfers) {
+TEST(ParallelRunner, RankTotalsCountAllReducesAndPipelineTransfers) {
   auto file = load_model_file(test::shared_path("models/stories260K/stories260K.gguf"));
   LlamaWeights w = LlamaWeights::bind(*file);
   ParallelRunner r(2, 2, 2, TuningConfig{}, *file, w, nullptr);
   greedy(r, file->config, 3);
-  const std::vector<RankStats> s = r.rank_stats();
+  const std::vector<RankTotals> s = r.rank_stats();
   ASSERT_EQ(s.size(), 4u);
-  for (const RankStats& k : s) {
+  for (const RankTotals& k : s) {
     EXPECT_EQ(k.steps, 3);
     EXPECT_GT(k.allreduce_bytes, 0u);   // two all-reduces per layer
     EXPECT_GT(k.sendrecv_bytes, 0u);
   }
   EXPECT_GT(s[2].recv_seconds, 0.0);   // stage 1 waits for stage 0
-  for (const RankStats& k : s) {
+  for (const RankTotals& k : s) {
     EXPECT_GE(k.wall_seconds, k.step_seconds - 1e-3);
     EXPECT_GT(k.bubble_fraction(), 0.0);   // stages in turn: each waits for the other
     EXPECT_LT(k.bubble_fraction(), 1.0);

@@ -85,6 +85,33 @@ struct RankTelemetry {
   double bubble_fraction = 0;
 };
 
+// One rank's RankTelemetry summed over steps (what `bench` reports per rank and the parallel
+// runners keep since they were built).
+struct RankTotals {
+  int tp_rank = 0, pp_stage = 0;
+  int64_t steps = 0, micro_batches = 0;
+  double step_seconds = 0, compute_seconds = 0, allreduce_seconds = 0, recv_seconds = 0, send_seconds = 0;
+  double wall_seconds = 0, bubble_seconds = 0;
+  uint64_t allreduce_bytes = 0, sendrecv_bytes = 0;
+
+  void add(const RankTelemetry& t) {
+    tp_rank = t.tp_rank;
+    pp_stage = t.pp_stage;
+    ++steps;
+    micro_batches += t.micro_batches;
+    step_seconds += t.step_seconds;
+    compute_seconds += t.compute_seconds;
+    allreduce_seconds += t.allreduce_seconds;
+    recv_seconds += t.recv_seconds;
+    send_seconds += t.send_seconds;
+    wall_seconds += t.wall_seconds;
+    bubble_seconds += t.bubble_seconds;
+    allreduce_bytes += t.allreduce_bytes;
+    sendrecv_bytes += t.sendrecv_bytes;
+  }
+  double bubble_fraction() const { return wall_seconds > 0 ? bubble_seconds / wall_seconds : 0.0; }
+};
+
 struct StepTelemetry {
   uint64_t step = 0;
   double time = 0.0;             // seconds since the engine started, at the end of the step

@@ -206,7 +206,7 @@ void MpiRunner::execute(const ForwardBatch& batch, float* logits, int, Attention
       ends.push_back(last_.back().step_seconds);
     }
     fill_bubbles(last_, ends);
-    worker_->count_bubble(last_[0]);
+    worker_->count_step(last_[0]);
   } catch (const std::exception& e) {
     world_->abort(e.what());
   }
