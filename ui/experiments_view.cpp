@@ -38,11 +38,11 @@ namespace llmwb::ui {
 namespace {
 enum Column {
   kName, kBackend, kThreads, kBlockSize, kMaxSeqs, kMaxBatched, kPrefixCache, kKvDtype, kQuantize,
-  kSpeculative, kSpecK, kTensorParallel, kPipelineParallel, kColumns
+  kSpeculative, kSpecK, kSpecPMin, kTensorParallel, kPipelineParallel, kColumns
 };
 const char* const kHeaders[] = {"name", "backend", "threads", "block size", "max seqs", "max batched tokens",
                                 "prefix cache", "KV dtype", "quantize", "speculation", "guesses/step",
-                                "tensor parallel", "pipeline parallel"};
+                                "draft stops below p", "tensor parallel", "pipeline parallel"};
 }  // namespace
 
 ExperimentsView::ExperimentsView(QWidget* parent)
@@ -221,6 +221,14 @@ void ExperimentsView::add_config_row(const ExperimentConfig& c) {
   spec->setCurrentText(c.speculative.isEmpty() ? "off" : c.speculative);
   configs_->setCellWidget(row, kSpeculative, spec);
   spin(kSpecK, c.spec_k, 0, 64, tr("adaptive"));
+  // As in Settings: a model draft stops guessing below this probability; the minimum reads auto.
+  auto* p_min = new QDoubleSpinBox(configs_);
+  p_min->setRange(-0.05, 0.95);
+  p_min->setSingleStep(0.05);
+  p_min->setDecimals(2);
+  p_min->setSpecialValueText(tr("auto"));
+  p_min->setValue(c.spec_p_min < 0 ? -0.05 : c.spec_p_min);
+  configs_->setCellWidget(row, kSpecPMin, p_min);
   // Choosing a scheme is asking what it costs: the accuracy columns come with it.
   connect(quant, &QComboBox::textActivated, this, [this](const QString& scheme) {
     if (!scheme.isEmpty()) accuracy_->setChecked(true);
@@ -250,6 +258,8 @@ Experiment ExperimentsView::experiment() const {
     c.speculative = static_cast<QComboBox*>(configs_->cellWidget(row, kSpeculative))->currentText().trimmed();
     if (c.speculative == "off") c.speculative.clear();
     c.spec_k = static_cast<QSpinBox*>(configs_->cellWidget(row, kSpecK))->value();
+    const double p_min = static_cast<QDoubleSpinBox*>(configs_->cellWidget(row, kSpecPMin))->value();
+    c.spec_p_min = p_min < 0 ? -1 : p_min;
     c.tensor_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kTensorParallel))->value();
     c.pipeline_parallel_size = static_cast<QSpinBox*>(configs_->cellWidget(row, kPipelineParallel))->value();
     e.configs.push_back(c);

@@ -9,6 +9,8 @@
 #include <QTableWidget>
 #include <QTest>
 #include <QTextBrowser>
+
+#include <cmath>
 #include <QComboBox>
 
 #include <QStandardItemModel>
@@ -254,6 +256,42 @@ class TestExperimentsView : public QObject {
 
   // The tensor / pipeline parallel columns: 2 x 2 in-process ranks give the greedy tokens of one
   // rank; the sizes go through the table, a saved experiment and the engine configuration.
+  // The doubt threshold column: greedy tokens equal with and without it; it reaches the engine
+  // (fewer guesses, a larger share accepted) and survives JSON.
+  void draft_threshold_column_keeps_the_tokens_and_raises_acceptance() {
+    ui::Experiment e;
+    e.prompts = QStringList{"Once upon a time"};
+    e.max_tokens = 48;
+    ui::ExperimentConfig all = ui::ExperimentConfig::named("self-int4 k 8", 2);
+    all.speculative = "self-int4";
+    all.spec_k = 8;
+    all.spec_p_min = 0;
+    ui::ExperimentConfig doubting = all;
+    doubting.name = "self-int4 k 8 p 0.8";
+    doubting.spec_p_min = 0.8;
+    e.configs = {all, doubting};
+    view()->set_experiment(e);
+    QCOMPARE(view()->experiment().configs[0].spec_p_min, 0.0);
+    QCOMPARE(view()->experiment().configs[1].spec_p_min, 0.8);
+    QCOMPARE(ui::ExperimentConfig::from_json(doubting.to_json()).spec_p_min, 0.8);
+    QCOMPARE(doubting.apply_to(EngineConfig{}).speculative.draft_p_min, 0.8);
+    QVERIFY(ui::ExperimentConfig::from_json(ui::ExperimentConfig::named("x").to_json()).spec_p_min < 0);   // auto
+    view()->run();
+    QVERIFY(QTest::qWaitFor([&] { return !view()->is_running(); }, 120000));
+    const auto& results = view()->results();
+    QCOMPARE(results.size(), size_t(2));
+    QVERIFY2(results[0].error.isEmpty(), qPrintable(results[0].error));
+    QVERIFY2(results[1].error.isEmpty(), qPrintable(results[1].error));
+    QCOMPARE(results[1].token_ids, results[0].token_ids);
+    auto metric = [](const ui::ExperimentResult& r, const QString& name) {
+      for (const auto& [n, v] : r.metrics)
+        if (n == name) return v;
+      return std::nan("");
+    };
+    QVERIFY2(metric(results[1], "acceptance %") > metric(results[0], "acceptance %"),
+             qPrintable(QString("%1 vs %2").arg(metric(results[1], "acceptance %")).arg(metric(results[0], "acceptance %"))));
+  }
+
   void parallel_columns_give_the_tokens_of_one_rank() {
     ui::Experiment e;
     e.prompts = QStringList{"Once upon a time"};
