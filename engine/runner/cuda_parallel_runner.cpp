@@ -13,6 +13,7 @@
 #include "parallel/cuda/host_staged_communicator.h"
 #include "parallel/thread_communicator.h"
 #include "runner/cuda/cuda_model.h"
+#include "runner/exception_text.h"
 #include "runner/weight_shards.h"
 #if LLMWB_HAVE_NCCL
 #include "parallel/nccl/nccl_communicator.h"
@@ -312,13 +313,7 @@ void CudaParallelRunner::execute(const ForwardBatch& batch, float* logits, int r
       if (float(end_at) > at) m.spans.push_back(RankSpan{RankSpan::Kind::Compute, at, float(end_at), 0, 0});
     } catch (...) {
       errors[size_t(ith)] = std::current_exception();
-      std::string why = "a rank failed";
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        why = e.what();
-      } catch (...) {
-      }
+      const std::string why = current_exception_text("a rank failed");
       abort_all("rank " + std::to_string(ith) + ": " + why);
     }
   });

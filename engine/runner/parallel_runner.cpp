@@ -7,6 +7,7 @@
 #include "backend/cpu/matmul.h"
 #include "llmwb/errors.h"
 #include "llmwb/tuning_config.h"
+#include "runner/exception_text.h"
 #include "runner/host_memory.h"
 
 namespace llmwb {
@@ -67,13 +68,7 @@ void ParallelRunner::execute(const ForwardBatch& batch, float* logits, int recor
       r.run(batch, micro, record_layer, record, origin);
     } catch (...) {
       errors[size_t(ith)] = std::current_exception();
-      std::string why = "a rank failed";
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        why = e.what();
-      } catch (...) {
-      }
+      const std::string why = current_exception_text("a rank failed");
       world_->abort(why);
       tp_groups_[size_t(r.stage())]->abort(why);
     }
