@@ -174,10 +174,72 @@ Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps, cp
   return best;
 }
 
+// One read pass with the best pattern over a buffer of its own, for the paired decode shares:
+// on a guest whose host moves the memory's rate within seconds, a ceiling measured once and a
+// kernel measured a minute later differ by the drift, so each decode repetition is taken between
+// two read passes and its share is against their mean.
+class ReadProbe {
+ public:
+  ReadProbe(ThreadPool& pool, uint64_t bytes, const cpu::ReadPattern& pattern, cpu::SimdLevel level)
+      : pool_(pool), pattern_(pattern), level_(level) {
+    const int nth = pool.size();
+    const size_t n = bytes / sizeof(float);
+    try {
+      buf_ = PageBuffer(n * sizeof(float), true);
+    } catch (const std::exception&) {
+      throw Error("--array-size", "cannot allocate the paired read pass's " + std::to_string(bytes >> 20) +
+                                      " MiB: give a smaller --array-size");
+    }
+    float* f = reinterpret_cast<float*>(buf_.data());
+    r0_.resize(static_cast<size_t>(nth));
+    r1_.resize(static_cast<size_t>(nth));
+    for (int i = 0; i < nth; ++i) {
+      size_t b0, b1;
+      share(n, i, nth, &b0, &b1);
+      r0_[static_cast<size_t>(i)] = (b0 + kReadUnit - 1) / kReadUnit * kReadUnit;
+      r1_[static_cast<size_t>(i)] = std::max(r0_[static_cast<size_t>(i)], b1 / kReadUnit * kReadUnit);
+      read_n_ += r1_[static_cast<size_t>(i)] - r0_[static_cast<size_t>(i)];
+    }
+    pool.run([&](int ith, int nth_) {
+      size_t b0, b1;
+      share(n, ith, nth_, &b0, &b1);
+      for (size_t i = b0; i < b1; ++i) f[i] = 2.0f;
+    });
+    sums_.resize(static_cast<size_t>(nth));
+  }
+  // One pass; GB/s.
+  double gbps() {
+    const float* f = reinterpret_cast<const float*>(buf_.data());
+    const auto t0 = Clock::now();
+    pool_.run([&](int ith, int) {
+      const size_t i = static_cast<size_t>(ith);
+      sums_[i] = cpu::read_floats(level_, pattern_, f + r0_[i], static_cast<int64_t>(r1_[i] - r0_[i]));
+    });
+    const double rate = static_cast<double>(read_n_) * sizeof(float) / seconds_since(t0) / 1e9;
+    double check = 0;
+    for (double v : sums_) check += v;
+    if (check != 2.0 * static_cast<double>(read_n_))
+      throw Error("roofline", "paired read pass (" + pattern_.name() + ") summed to " + std::to_string(check));
+    return rate;
+  }
+
+ private:
+  ThreadPool& pool_;
+  cpu::ReadPattern pattern_;
+  cpu::SimdLevel level_;
+  PageBuffer buf_;
+  std::vector<size_t> r0_, r1_;
+  std::vector<double> sums_;
+  size_t read_n_ = 0;
+};
+
 struct KernelResult {
   std::string matrix, dtype;
   int64_t rows = 0, cols = 0, tokens = 0;
   double ms = 0, gbps = 0, gflops = 0;
+  // Decode rows: the median over repetitions of the repetition's GB/s over the mean of the read
+  // passes just before and after it (ReadProbe), and the lowest and highest of those shares.
+  double paired = 0, paired_lo = 0, paired_hi = 0;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -198,7 +260,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 // to exceed `working_set` bytes, so every call streams its matrix from memory as in a real
 // forward pass rather than from a cache that happens to hold a whole matrix.
 KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int64_t cols, DType dt,
-                         int64_t tokens, uint64_t working_set, int reps) {
+                         int64_t tokens, uint64_t working_set, int reps, ReadProbe* probe) {
   const uint64_t row_bytes = dtype_row_bytes(dt, cols);
   const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
   const uint64_t want = tokens == 1 ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
@@ -258,11 +320,19 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
     }
   };
   run_all();   // warm-up
-  std::vector<double> per_call;
+  std::vector<double> per_call, shares;
+  const bool paired = probe != nullptr && tokens == 1;
+  double read_before = paired ? probe->gbps() : 0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     run_all();
-    per_call.push_back(seconds_since(t0) / copies);
+    const double s = seconds_since(t0) / copies;
+    per_call.push_back(s);
+    if (paired) {
+      const double read_after = probe->gbps();
+      shares.push_back(static_cast<double>(mat_bytes) / s / 1e9 / (0.5 * (read_before + read_after)));
+      read_before = read_after;
+    }
   }
   KernelResult k;
   k.matrix = label;
@@ -274,6 +344,11 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   k.ms = s * 1e3;
   k.gbps = static_cast<double>(mat_bytes) / s / 1e9;
   k.gflops = 2.0 * static_cast<double>(rows * cols * tokens) / s / 1e9;
+  if (paired) {
+    k.paired = median(shares);
+    k.paired_lo = *std::min_element(shares.begin(), shares.end());
+    k.paired_hi = *std::max_element(shares.begin(), shares.end());
+  }
   return k;
 }
 
@@ -327,10 +402,17 @@ int run_roofline(const std::vector<std::string>& argv) {
                             {"5632x2048 (ffn w1/w3)", 5632, 2048},
                             {"2048x5632 (ffn w2)", 2048, 5632},
                             {"32000x2048 (output)", 32000, 2048}};
+    std::unique_ptr<ReadProbe> probe;
+    if (std::find(tokens.begin(), tokens.end(), 1) != tokens.end()) {
+      cpu::ReadPattern best = bw.read_patterns.front().pattern;
+      for (const PatternRate& pr : bw.read_patterns)
+        if (pr.pattern.name() == bw.read_pattern) best = pr.pattern;
+      probe = std::make_unique<ReadProbe>(pool, array_bytes, best, level);
+    }
     for (DType dt : dtypes) {
       for (const Shape& s : shapes) {
         for (int64_t t : tokens) {
-          kernels.push_back(time_matmul(pool, s.label, s.rows, s.cols, dt, t, working_set, reps));
+          kernels.push_back(time_matmul(pool, s.label, s.rows, s.cols, dt, t, working_set, reps, probe.get()));
           if (!json) std::fprintf(stderr, ".");
         }
       }
@@ -361,6 +443,10 @@ int run_roofline(const std::vector<std::string>& argv) {
       ks.push_back({{"matrix", k.matrix}, {"dtype", k.dtype}, {"rows", k.rows}, {"cols", k.cols},
                     {"tokens", k.tokens}, {"ms", k.ms}, {"weight_gbps", k.gbps}, {"gflops", k.gflops},
                     {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all}});
+      if (k.tokens == 1) {
+        ks.back()["paired_fraction_of_read_bw"] = k.paired;
+        ks.back()["paired_fraction_range"] = {k.paired_lo, k.paired_hi};
+      }
     }
     if (a.flag("kernels")) j["kernels"] = ks;
     std::printf("%s\n", dump_json(j, 2).c_str());
@@ -380,17 +466,22 @@ int run_roofline(const std::vector<std::string>& argv) {
   }
   if (!kernels.empty()) {
     std::printf("\nmatmul (median of %d; decode rows: weight bytes / time vs read bandwidth, "
-                "prefill rows: GFLOP/s vs peak)\n",
+                "prefill rows: GFLOP/s vs peak;\n  paired: each decode repetition against the mean of "
+                "read passes just before and after it, median (lowest-highest))\n",
                 reps);
-    std::printf("| %-22s | %-5s | %6s | %9s | %8s | %9s | %9s |\n", "matrix", "dtype", "tokens", "ms", "GB/s",
-                "GFLOP/s", "% ceiling");
-    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(24, '-').c_str(), std::string(7, '-').c_str(),
+    std::printf("| %-22s | %-5s | %6s | %9s | %8s | %9s | %9s | %-20s |\n", "matrix", "dtype", "tokens", "ms", "GB/s",
+                "GFLOP/s", "% ceiling", "paired % of read");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(24, '-').c_str(), std::string(7, '-').c_str(),
                 std::string(8, '-').c_str(), std::string(11, '-').c_str(), std::string(10, '-').c_str(),
-                std::string(11, '-').c_str(), std::string(11, '-').c_str());
+                std::string(11, '-').c_str(), std::string(11, '-').c_str(), std::string(22, '-').c_str());
     for (const KernelResult& k : kernels) {
       const double frac = k.tokens == 1 ? k.gbps / bw.read : k.gflops / peak_all;
-      std::printf("| %-22s | %-5s | %6lld | %9.3f | %8.2f | %9.1f | %8.1f%% |\n", k.matrix.c_str(), k.dtype.c_str(),
-                  static_cast<long long>(k.tokens), k.ms, k.gbps, k.gflops, 100.0 * frac);
+      char pairs[64] = "";
+      if (k.tokens == 1)
+        std::snprintf(pairs, sizeof pairs, "%.1f%% (%.0f-%.0f)", 100.0 * k.paired, 100.0 * k.paired_lo,
+                      100.0 * k.paired_hi);
+      std::printf("| %-22s | %-5s | %6lld | %9.3f | %8.2f | %9.1f | %8.1f%% | %-20s |\n", k.matrix.c_str(),
+                  k.dtype.c_str(), static_cast<long long>(k.tokens), k.ms, k.gbps, k.gflops, 100.0 * frac, pairs);
     }
   }
   return 0;
@@ -403,7 +494,9 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "  --array-size SIZE  bytes per STREAM array (default 512M, or twice the L3 if bigger; keep\n"
                                "                     it far above the L3)\n"
                                "  --reps N           repetitions; bandwidth and peak report the best (default 5)\n"
-                               "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps)\n"
+                               "  --kernels          also time matmul on tinyllama-1.1b shapes (median of reps); decode\n"
+                               "                     (--tokens 1) rows also give a paired share: each repetition against\n"
+                               "                     read passes right before and after it, for hosts whose rate drifts\n"
                                "  --dtypes LIST      weight types for --kernels (F32,F16,BF16,Q8_0,Q4_0,Q4_K,...; the block\n"
                                "                     types INT4_G32/INT4_G128/Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K run\n"
                                "                     repacked, as the engine runs them)\n"
