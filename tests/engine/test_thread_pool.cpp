@@ -92,6 +92,61 @@ TEST(ThreadPool, ParallelForSplitsWorkAcrossThreads) {
   EXPECT_EQ(chunks.load(), 1);
 }
 
+TEST(ThreadPool, BalancedParallelForCoversTheRangeOnceInWholeChunks) {
+  ThreadPool pool(3);
+  for (int64_t n : {0, 1, 2, 3, 7, 64, 100, 1001}) {
+    for (int64_t chunk : {1, 4, 16, 2000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad_chunk{0};
+      pool.parallel_for_balanced(
+          n,
+          [&](int64_t b, int64_t e) {
+            // Whole chunks, one per call, except inline (one call for everything).
+            const bool inline_call = b == 0 && e == n;
+            if (b >= e || (!inline_call && (b % chunk != 0 || (e - b != chunk && e != n)))) bad_chunk++;
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+          },
+          chunk);
+      EXPECT_EQ(bad_chunk.load(), 0) << "n=" << n << " chunk=" << chunk;
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+    }
+  }
+}
+
+// A thread that is slow (here: sleeps in each of its chunks) has the back of its share taken
+// over by the others, each chunk still run exactly once; a fast thread walks its own share
+// front to back before it takes anything else.
+TEST(ThreadPool, BalancedParallelForHandsASlowThreadsChunksToTheOthers) {
+  ThreadPool pool(2);
+  constexpr int64_t kChunks = 40;
+  std::vector<std::atomic<int>> hits(kChunks);
+  std::vector<int> ran_on(kChunks, -1);
+  std::mutex m;
+  std::vector<int64_t> order_of_fast;
+  const std::thread::id caller = std::this_thread::get_id();
+  pool.parallel_for_balanced(
+      kChunks,
+      [&](int64_t b, int64_t e) {
+        ASSERT_EQ(e, b + 1);
+        const bool slow = std::this_thread::get_id() == caller;
+        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        hits[static_cast<size_t>(b)]++;
+        std::lock_guard<std::mutex> lock(m);
+        ran_on[static_cast<size_t>(b)] = slow ? 0 : 1;
+        if (!slow) order_of_fast.push_back(b);
+      },
+      1);
+  for (int64_t i = 0; i < kChunks; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+  // The caller (share [0, 20)) sleeps 20 ms a chunk, so the worker ends its own share first, in
+  // order, and then takes chunks of the caller's share from the back.
+  ASSERT_GE(order_of_fast.size(), 21u);
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(order_of_fast[static_cast<size_t>(i)], 20 + i);
+  EXPECT_EQ(order_of_fast[20], 19);
+  int caller_chunks = 0;
+  for (int64_t i = 0; i < kChunks; ++i) caller_chunks += ran_on[static_cast<size_t>(i)] == 0;
+  EXPECT_LT(caller_chunks, 20);
+}
+
 TEST(ThreadPool, AnExceptionInAWorkerReachesTheCallerAndThePoolStaysUsable) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.run([](int ith, int) {

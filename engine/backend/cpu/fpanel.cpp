@@ -216,7 +216,11 @@ void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const 
     for (const PanelOut& o : outs) {
       if (o.W->rows == 0) continue;
       const fpanel::Args a = args_of(*o.W, x, n_tokens, o.y);
-      pool.parallel_for(a.panels, [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); }, grain_of(*o.W, n_tokens));
+      auto body = [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); };
+      if (n_tokens <= kBalancedMaxTokens)
+        pool.parallel_for_balanced(a.panels, body, std::max(grain_of(*o.W, n_tokens), kBalancedRows / kPanelRows));
+      else
+        pool.parallel_for(a.panels, body, grain_of(*o.W, n_tokens));
     }
     return;
   }

@@ -145,7 +145,8 @@ void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tok
   }
 
   if (!use_gemm) {
-    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.gemv(a, r0, r1); }, grain);
+    auto body = [&](int64_t r0, int64_t r1) { ks.gemv(a, r0, r1); };
+    pool.parallel_for_balanced(rows, body, round_up(std::max(grain, kBalancedRows), tile));
   } else {
     const int64_t scratch_floats = ks.gemm_scratch_floats(a.cols);
     pool.parallel_for(

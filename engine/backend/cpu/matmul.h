@@ -32,6 +32,11 @@ SimdLevel simd_level_at_most(const std::string& name);
 
 // Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;
+// Passes of at most this many tokens (decode, speculative verification) stream their weights;
+// their row loops run balanced (ThreadPool::parallel_for_balanced) in chunks of at least
+// kBalancedRows rows (eight 16-row tiles or panels: two of the one-token GEMVs' 4-stream groups).
+constexpr int64_t kBalancedMaxTokens = 8;
+constexpr int64_t kBalancedRows = 128;
 
 void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y);
 

@@ -56,9 +56,6 @@ void quantize_token(const qkernels::QKernelSet& ks, const float* x, int64_t K, i
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Below this many multiply-adds a chunk is not worth waking another thread for.
-constexpr int64_t kMinMacsPerChunk = 1 << 16;
-
 }  // namespace
 
 bool qmatmul_handles(DType dtype) { return qkernels::qtype(dtype); }
@@ -135,7 +132,10 @@ void qmatmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_to
   a.y_stride = rows;
   a.x = quantize_activations(pool, x, K, a.nb, n_tokens);
   const qkernels::QKernelSet& ks = qkernel_set();
-  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { ks.rows(a, r0, r1); }, row_grain(ks.row_tile, K, n_tokens));
+  const int64_t grain = row_grain(ks.row_tile, K, n_tokens);
+  auto body = [&](int64_t r0, int64_t r1) { ks.rows(a, r0, r1); };
+  if (n_tokens <= kBalancedMaxTokens) pool.parallel_for_balanced(rows, body, round_up(std::max(grain, kBalancedRows), ks.row_tile));
+  else pool.parallel_for(rows, body, grain);
 }
 
 void qmatmul_packed(ThreadPool& pool, const PackedQ4& W, const float* x, int64_t n_tokens, float* y) {
@@ -175,16 +175,18 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
   const qkernels::PackedArgs* ap = args.data();
   const int64_t* op = off.data();
   const size_t n = outs.size();
-  pool.parallel_for(
-      op[n],
-      [&](int64_t r0, int64_t r1) {
-        for (size_t i = 0; i < n; ++i) {
-          const int64_t lo = std::max(r0, op[i]) - op[i];
-          const int64_t hi = std::min({r1 - op[i], op[i + 1] - op[i], ap[i].rows});
-          if (lo < hi) ks.packed_rows(ap[i], lo, hi);
-        }
-      },
-      row_grain(qkernels::kPackRows, K, n_tokens));
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t lo = std::max(r0, op[i]) - op[i];
+      const int64_t hi = std::min({r1 - op[i], op[i + 1] - op[i], ap[i].rows});
+      if (lo < hi) ks.packed_rows(ap[i], lo, hi);
+    }
+  };
+  const int64_t grain = row_grain(qkernels::kPackRows, K, n_tokens);
+  // Decode and verification passes stream the weights: balanced (a slower thread's rows are
+  // taken over), in chunks of whole 4-tile decode groups. Prefill keeps its static split.
+  if (n_tokens <= kBalancedMaxTokens) pool.parallel_for_balanced(op[n], rows, round_up(std::max(grain, kBalancedRows), qkernels::kPackRows));
+  else pool.parallel_for(op[n], rows, grain);
 }
 
 const char* qmatmul_packed_kernel_name() { return qkernel_set().packed_name; }

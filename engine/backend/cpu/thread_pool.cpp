@@ -242,4 +242,63 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t begin,
   });
 }
 
+void ThreadPool::parallel_for_balanced(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
+                                       int64_t chunk) {
+  if (n <= 0) return;
+  chunk = std::max<int64_t>(chunk, 1);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int nth = static_cast<int>(std::min<int64_t>(impl_->width.load(std::memory_order_relaxed), chunks));
+  if (nth <= 1 || t_running_pool == impl_ || chunks >= (int64_t{1} << 31)) {
+    fn(0, n);
+    return;
+  }
+  // Share i is chunks [front, back), both in one atomic word (front low, back high) so that the
+  // owner taking the front and a thief taking the back can never both take the last chunk.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> fb;
+  };
+  constexpr int kMaxShares = 64;
+  Share local[kMaxShares];
+  std::unique_ptr<Share[]> heap;
+  Share* shares = local;
+  if (nth > kMaxShares) {
+    heap.reset(new Share[static_cast<size_t>(nth)]);
+    shares = heap.get();
+  }
+  for (int i = 0; i < nth; ++i) {
+    const uint64_t f = static_cast<uint64_t>(chunks * i / nth), b = static_cast<uint64_t>(chunks * (i + 1) / nth);
+    shares[i].fb.store(f | b << 32, std::memory_order_relaxed);
+  }
+  auto run_chunk = [&](uint64_t c) {
+    const int64_t begin = static_cast<int64_t>(c) * chunk;
+    fn(begin, std::min(n, begin + chunk));
+  };
+  run([&](int ith, int) {
+    if (ith >= nth) return;
+    std::atomic<uint64_t>& own = shares[ith].fb;
+    for (uint64_t v = own.load(std::memory_order_relaxed);;) {
+      const uint64_t f = v & 0xFFFFFFFFu, b = v >> 32;
+      if (f >= b) break;
+      if (own.compare_exchange_weak(v, (f + 1) | b << 32, std::memory_order_relaxed)) {
+        run_chunk(f);
+        v = own.load(std::memory_order_relaxed);
+      }
+    }
+    for (;;) {
+      int victim = -1;
+      uint64_t most = 0;
+      for (int i = 0; i < nth; ++i) {
+        const uint64_t v = shares[i].fb.load(std::memory_order_relaxed);
+        const uint64_t f = v & 0xFFFFFFFFu, b = v >> 32;
+        if (b > f && b - f > most) most = b - f, victim = i;
+      }
+      if (victim < 0) return;
+      std::atomic<uint64_t>& other = shares[victim].fb;
+      uint64_t v = other.load(std::memory_order_relaxed);
+      const uint64_t f = v & 0xFFFFFFFFu, b = v >> 32;
+      if (f < b && other.compare_exchange_strong(v, f | (b - 1) << 32, std::memory_order_relaxed)) run_chunk(b - 1);
+    }
+  });
+}
+
 }  // namespace llmwb

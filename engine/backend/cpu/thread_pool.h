@@ -26,6 +26,14 @@ class ThreadPool {
   // Splits [0, n) into contiguous chunks (at least `grain` long) and runs fn(begin, end) on them.
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
                     int64_t grain = 1);
+  // Like parallel_for, for memory-bound loops whose items are independent (a GEMV's rows): each
+  // thread starts on the same contiguous share parallel_for would give it and walks it front to
+  // back, `chunk` items per fn call (one sequential stream, as a static split reads); a thread
+  // that finishes its share early takes chunks off the back of the share with the most left. So a
+  // thread that runs slower (a vCPU the host preempts or feeds less bandwidth) no longer holds
+  // the others at the barrier. fn(begin, end) gets whole chunks (the last may be short).
+  void parallel_for_balanced(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
+                             int64_t chunk);
 
  private:
   struct Impl;
