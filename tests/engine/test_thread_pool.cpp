@@ -60,23 +60,31 @@ TEST(ThreadPool, ResultsOfAllThreadsAreVisibleAfterRun) {
   }
 }
 
-TEST(ThreadPool, ParallelForCoversTheRangeOnceInGrainAlignedChunks) {
-  ThreadPool pool(3);
+// Runs `loop` (a parallel_for flavour over [0, n) in pieces of `grain`) for a range of n and
+// grains; every index must be covered exactly once and every call must pass chunk_ok.
+template <typename Loop, typename ChunkOk>
+void expect_covers_once(Loop loop, ChunkOk chunk_ok) {
   for (int64_t n : {0, 1, 2, 3, 7, 64, 100, 1001}) {
     for (int64_t grain : {1, 4, 16, 2000}) {
       std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
       std::atomic<int> bad_chunk{0};
-      pool.parallel_for(
-          n,
-          [&](int64_t b, int64_t e) {
-            if (b >= e || b % grain != 0 || (e != n && e % grain != 0) || (e - b < grain && e != n)) bad_chunk++;
-            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
-          },
-          grain);
+      loop(n, grain, [&](int64_t b, int64_t e) {
+        if (b >= e || !chunk_ok(n, grain, b, e)) bad_chunk++;
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      });
       EXPECT_EQ(bad_chunk.load(), 0) << "n=" << n << " grain=" << grain;
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
     }
   }
+}
+
+TEST(ThreadPool, ParallelForCoversTheRangeOnceInGrainAlignedChunks) {
+  ThreadPool pool(3);
+  expect_covers_once(
+      [&](int64_t n, int64_t grain, const auto& fn) { pool.parallel_for(n, fn, grain); },
+      [](int64_t n, int64_t grain, int64_t b, int64_t e) {
+        return b % grain == 0 && (e == n || e % grain == 0) && (e - b >= grain || e == n);
+      });
 }
 
 TEST(ThreadPool, ParallelForSplitsWorkAcrossThreads) {
@@ -94,23 +102,12 @@ TEST(ThreadPool, ParallelForSplitsWorkAcrossThreads) {
 
 TEST(ThreadPool, BalancedParallelForCoversTheRangeOnceInWholeChunks) {
   ThreadPool pool(3);
-  for (int64_t n : {0, 1, 2, 3, 7, 64, 100, 1001}) {
-    for (int64_t chunk : {1, 4, 16, 2000}) {
-      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-      std::atomic<int> bad_chunk{0};
-      pool.parallel_for_balanced(
-          n,
-          [&](int64_t b, int64_t e) {
-            // Whole chunks, one per call, except inline (one call for everything).
-            const bool inline_call = b == 0 && e == n;
-            if (b >= e || (!inline_call && (b % chunk != 0 || (e - b != chunk && e != n)))) bad_chunk++;
-            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
-          },
-          chunk);
-      EXPECT_EQ(bad_chunk.load(), 0) << "n=" << n << " chunk=" << chunk;
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
-    }
-  }
+  expect_covers_once(
+      [&](int64_t n, int64_t chunk, const auto& fn) { pool.parallel_for_balanced(n, fn, chunk); },
+      [](int64_t n, int64_t chunk, int64_t b, int64_t e) {
+        // Whole chunks, one per call, except inline (one call for everything).
+        return (b == 0 && e == n) || (b % chunk == 0 && (e - b == chunk || e == n));
+      });
 }
 
 // A thread that is slow (here: sleeps in each of its chunks) has the back of its share taken
