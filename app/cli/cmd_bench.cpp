@@ -15,6 +15,12 @@
 // is off, so no repetition reuses another's KV blocks. With --tg-prompt FILE a tg run starts
 // from that text instead (a copy-heavy prompt for ngram speculation; its prefill is not timed).
 //
+// With --read (CPU) a tg test is also held against the machine's read rate right beside it: a
+// read pass over a buffer of its own (the best of read_patterns(), picked once) runs before each
+// timed repetition and after the last, and each repetition's weight stream (decode steps/s times
+// the bytes of weights one step reads) is divided by the mean of the two passes around it; the
+// median of those shares is reported. `roofline --kernels` pairs single kernels the same way.
+//
 // With speculative decoding (--spec), a tg test counts the tokens emitted (the accepted guesses
 // too) and reports the proposer's counts: drafted, accepted, acceptance per position, mean
 // acceptance length, and the mean time of a decode step's draft and forward (verify) phases.
@@ -24,6 +30,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -33,6 +40,8 @@
 #include "args.h"
 #include "backend/cpu/fma_peak.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/read_peak.h"
+#include "backend/cpu/thread_pool.h"
 #include "command.h"
 #include "llmwb/stats.h"
 #include "engine_flags.h"
@@ -53,6 +62,9 @@ struct TestResult {
   double median = 0, stddev = 0;
   double flops_per_token = 0;               // forward_flops of the tokens counted, per token
   double peak_before = 0, peak_after = 0;   // GFLOP/s, with --peak
+  // With --read (tg): the read passes (GB/s) before each timed repetition and after the last,
+  // and each repetition's weight stream (GB/s).
+  std::vector<double> reads, weights_gbps;
   std::string error;
   // tg over the timed repetitions: decode steps, their phases, and speculation's counts.
   int64_t steps = 0;
@@ -80,6 +92,13 @@ struct TestResult {
   }
 
   double gflops() const { return median * flops_per_token / 1e9; }
+  // Each repetition's weight stream over the mean of the read passes just before and after it.
+  std::vector<double> read_shares() const {
+    std::vector<double> f;
+    for (size_t i = 0; i < weights_gbps.size() && i + 1 < reads.size(); ++i)
+      f.push_back(weights_gbps[i] / (0.5 * (reads[i] + reads[i + 1])));
+    return f;
+  }
   double peak() const { return std::max(peak_before, peak_after); }
 };
 
@@ -130,13 +149,14 @@ double run_pp(Engine& engine, int n_prompt, std::mt19937_64& rng, TestResult* r)
 
 // Tokens/s of one generation run: only steps that computed decode tokens and no prompt
 // tokens are counted, so the prefill of the prompt is excluded. A step emits a token per
-// decoding sequence plus the guesses it accepted. `r` (when given) accumulates the phases.
+// decoding sequence plus the guesses it accepted. `r` (when given) accumulates the phases;
+// `step_rate` (when given) gets the counted steps per second.
 double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& prompt, std::mt19937_64& rng,
-              TestResult* r) {
+              TestResult* r, double* step_rate = nullptr) {
   engine.add_request_tokens(prompt.empty() ? random_prompt(1, engine.model_info().vocab_size, rng) : prompt,
                             bench_params(n_gen, samples));
   double seconds = 0;
-  int64_t tokens = 0;
+  int64_t tokens = 0, steps = 0;
   while (engine.has_unfinished()) {
     const auto t0 = Clock::now();
     engine.step();
@@ -144,6 +164,7 @@ double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& pr
     const StepTelemetry& t = engine.telemetry();
     if (t.num_decode_tokens > 0 && t.num_prefill_tokens == 0) {
       seconds += s;
+      ++steps;
       tokens += t.num_decode_seqs + static_cast<int64_t>(t.speculative_step.accepted);
       if (r) {
         ++r->steps;
@@ -156,6 +177,7 @@ double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& pr
     }
   }
   if (tokens == 0 || seconds <= 0) throw Error("bench", "no decode step was observed");
+  if (step_rate) *step_rate = static_cast<double>(steps) / seconds;
   return static_cast<double>(tokens) / seconds;
 }
 
@@ -187,7 +209,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // -n is llama-bench's generation length here; parallel samples per request (generate's --n)
   // are --samples.
   Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples", "tg-prompt"}}),
-         join({engine_bool_flags(), {"json", "peak"}}));
+         join({engine_bool_flags(), {"json", "peak", "read"}}));
   const int samples = static_cast<int>(a.integer("samples", 1, 1, 64));
   EngineConfig cfg = engine_config_from(a);
   cfg.enable_prefix_caching = false;
@@ -197,6 +219,9 @@ int run_bench(const std::vector<std::string>& argv) {
   const uint64_t seed = a.u64("seed").value_or(1234);
   const bool json = a.flag("json");
   const bool with_peak = a.flag("peak");
+  const bool with_read = a.flag("read");
+  if (with_read && cfg.backend != "cpu")
+    throw UsageError("--read: the read rate is the CPU's memory; it is for --backend cpu, not '" + cfg.backend + "'");
 
   Engine engine(cfg);
   warn_beyond_trained_context(engine, "bench");
@@ -240,16 +265,32 @@ int run_bench(const std::vector<std::string>& argv) {
       results.push_back(r);
     }
   }
+  // --read: its own pool at the engine's thread count, idle while the engine runs.
+  std::unique_ptr<ThreadPool> read_pool;
+  std::unique_ptr<cpu::ReadProbe> probe;
+  std::string read_pattern;
+  const uint64_t decode_bytes = decode_weight_bytes(info);
+  if (with_read && std::any_of(results.begin(), results.end(), [](const TestResult& r) { return r.n_gen > 0; })) {
+    read_pool = std::make_unique<ThreadPool>(threads);
+    probe = std::make_unique<cpu::ReadProbe>(*read_pool, cpu::default_read_buffer_bytes(), cpu::read_patterns().front(),
+                                             cpu::simd_level(), "--read");
+    read_pattern = probe->pick_best_pattern();
+  }
   std::mt19937_64 rng(seed);
   for (TestResult& r : results) {
     r.flops_per_token = flops_per_token(info, r);
     if (with_peak) r.peak_before = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     try {
+      const bool paired = probe && r.n_gen > 0;
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
+        if (paired && i > 0) r.reads.push_back(probe->gbps());
+        double step_rate = 0;
         const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng, i > 0 ? &r : nullptr)
-                                         : run_tg(engine, r.n_gen, samples, tg_prompt, rng, i > 0 ? &r : nullptr);
+                                         : run_tg(engine, r.n_gen, samples, tg_prompt, rng, i > 0 ? &r : nullptr, &step_rate);
         if (i > 0) r.samples_ts.push_back(ts);
+        if (paired && i > 0) r.weights_gbps.push_back(step_rate * static_cast<double>(decode_bytes) / 1e9);
       }
+      if (paired) r.reads.push_back(probe->gbps());
       r.median = median(r.samples_ts);
       r.stddev = stddev(r.samples_ts);
     } catch (const Error& e) {
@@ -284,6 +325,15 @@ int run_bench(const std::vector<std::string>& argv) {
         j["peak_gflops_before"] = r.peak_before;
         j["peak_gflops_after"] = r.peak_after;
         j["fraction_of_peak"] = r.peak() > 0 ? r.gflops() / r.peak() : 0.0;
+      }
+      if (!r.reads.empty()) {
+        const std::vector<double> f = r.read_shares();
+        j["read_pattern"] = read_pattern;
+        j["read_gbps_beside"] = r.reads;
+        j["weights_gbps"] = r.weights_gbps;
+        j["median_weights_gbps"] = median(r.weights_gbps);
+        j["fraction_of_read"] = f.empty() ? 0.0 : median(f);
+        j["fraction_of_read_range"] = f.empty() ? std::vector<double>{} : std::vector<double>{*std::min_element(f.begin(), f.end()), *std::max_element(f.begin(), f.end())};
       }
       if (r.steps > 0) {
         j["decode_steps"] = r.steps;
@@ -336,21 +386,27 @@ int run_bench(const std::vector<std::string>& argv) {
     std::printf("%s\n", dump_json(arr, 2).c_str());
     return 0;
   }
-  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s | %8s |%s\n", "model", "size", "params", "backend",
-              "threads", "test", "t/s", "GFLOP/s", with_peak ? " % peak |" : "");
-  std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: | %s: |%s\n", std::string(24, '-').c_str(),
+  std::printf("| %-24s | %10s | %9s | %-21s | %7s | %6s | %20s | %8s |%s%s\n", "model", "size", "params", "backend",
+              "threads", "test", "t/s", "GFLOP/s", with_peak ? " % peak |" : "", with_read ? " % read |" : "");
+  std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: | %s: |%s%s\n", std::string(24, '-').c_str(),
               std::string(9, '-').c_str(), std::string(8, '-').c_str(), std::string(21, '-').c_str(),
               std::string(6, '-').c_str(), std::string(6, '-').c_str(), std::string(19, '-').c_str(),
-              std::string(7, '-').c_str(), with_peak ? " -----: |" : "");
+              std::string(7, '-').c_str(), with_peak ? " -----: |" : "", with_read ? " -----: |" : "");
   for (const TestResult& r : results) {
     char ts[64];
     if (r.error.empty()) std::snprintf(ts, sizeof ts, "%.2f ± %.2f", r.median, r.stddev);
     else std::snprintf(ts, sizeof ts, "%s", "error");
     char peak[32] = "";
     if (with_peak) std::snprintf(peak, sizeof peak, " %5.1f%% |", r.peak() > 0 ? 100.0 * r.gflops() / r.peak() : 0.0);
-    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s | %8.1f |%s\n", model.c_str(),
+    char read[32] = "";
+    if (with_read) {
+      const std::vector<double> f = r.read_shares();
+      if (f.empty()) std::snprintf(read, sizeof read, " %6s |", "-");
+      else std::snprintf(read, sizeof read, " %5.1f%% |", 100.0 * median(f));
+    }
+    std::printf("| %-24s | %10s | %9s | %-21s | %7d | %6s | %21s | %8.1f |%s%s\n", model.c_str(),
                 human_bytes(info.weight_bytes).c_str(), human_count(info.n_params).c_str(), backend.c_str(), threads,
-                r.name.c_str(), ts, r.gflops(), peak);
+                r.name.c_str(), ts, r.gflops(), peak, read);
   }
   if (cfg.speculative.enabled())
     for (const TestResult& r : results)
@@ -361,6 +417,14 @@ int run_bench(const std::vector<std::string>& argv) {
                     100.0 * r.spec.acceptance_rate(), r.spec.mean_acceptance_length(),
                     1e3 * r.draft_seconds / static_cast<double>(r.steps),
                     1e3 * r.forward_seconds / static_cast<double>(r.steps));
+  if (probe)
+    for (const TestResult& r : results)
+      if (!r.reads.empty())
+        std::printf("%s: weights streamed at %.1f GB/s (median), %.1f%% of the read passes beside each repetition "
+                    "(%.1f-%.1f GB/s, %s)\n",
+                    r.name.c_str(), median(r.weights_gbps), 100.0 * median(r.read_shares()),
+                    *std::min_element(r.reads.begin(), r.reads.end()), *std::max_element(r.reads.begin(), r.reads.end()),
+                    read_pattern.c_str());
   for (const TestResult& r : results) {
     if (r.ranks.empty() || cfg.pipeline_parallel_size < 2) continue;
     double mb = 0;
@@ -385,7 +449,7 @@ int run_bench(const std::vector<std::string>& argv) {
 }
 
 const std::string kUsage =
-    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [--peak] [engine flags]\n"
+    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [--peak] [--read] [engine flags]\n"
                 "  -p LIST                 prompt sizes to time (ppN); 0 = none (default 128,512)\n"
                 "  -n LIST                 generation lengths to time (tgN), after a 1-token prompt (default 128)\n"
                 "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
@@ -394,7 +458,9 @@ const std::string kUsage =
                 "  --tg-prompt FILE        tg: start from this text instead of one random token (not timed)\n"
                 "  --json                  print a JSON array, one object per test\n"
                 "  --peak                  measure the peak FMA rate before and after each test and report\n"
-                "                          the test's GFLOP/s as a share of the higher one\n") +
+                "                          the test's GFLOP/s as a share of the higher one\n"
+                "  --read                  (cpu) a read pass before each timed tg repetition and after the last;\n"
+                "                          report the weights' stream as a share of the passes beside it\n") +
     engine_flags_usage();
 
 const CommandRegistration reg({"bench", "prompt-processing and generation speed (pp/tg tokens per second, like llama-bench)",

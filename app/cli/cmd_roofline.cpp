@@ -20,7 +20,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "args.h"
@@ -75,9 +74,7 @@ void share(size_t n, int ith, int nth, size_t* begin, size_t* end) {
   *end = n * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
 }
 
-// Floats per unit of a thread's read share: 8 streams x 256 bytes, so every pattern reads
-// every float of the share and the shares start on 64-byte boundaries.
-constexpr size_t kReadUnit = 512;
+constexpr size_t kReadUnit = static_cast<size_t>(cpu::kReadUnitFloats);
 
 struct PatternRate {
   cpu::ReadPattern pattern;
@@ -174,65 +171,6 @@ Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps, cp
   return best;
 }
 
-// One read pass with the best pattern over a buffer of its own, for the paired decode shares:
-// on a guest whose host moves the memory's rate within seconds, a ceiling measured once and a
-// kernel measured a minute later differ by the drift, so each decode repetition is taken between
-// two read passes and its share is against their mean.
-class ReadProbe {
- public:
-  ReadProbe(ThreadPool& pool, uint64_t bytes, const cpu::ReadPattern& pattern, cpu::SimdLevel level)
-      : pool_(pool), pattern_(pattern), level_(level) {
-    const int nth = pool.size();
-    const size_t n = bytes / sizeof(float);
-    try {
-      buf_ = PageBuffer(n * sizeof(float), true);
-    } catch (const std::exception&) {
-      throw Error("--array-size", "cannot allocate the paired read pass's " + std::to_string(bytes >> 20) +
-                                      " MiB: give a smaller --array-size");
-    }
-    float* f = reinterpret_cast<float*>(buf_.data());
-    r0_.resize(static_cast<size_t>(nth));
-    r1_.resize(static_cast<size_t>(nth));
-    for (int i = 0; i < nth; ++i) {
-      size_t b0, b1;
-      share(n, i, nth, &b0, &b1);
-      r0_[static_cast<size_t>(i)] = (b0 + kReadUnit - 1) / kReadUnit * kReadUnit;
-      r1_[static_cast<size_t>(i)] = std::max(r0_[static_cast<size_t>(i)], b1 / kReadUnit * kReadUnit);
-      read_n_ += r1_[static_cast<size_t>(i)] - r0_[static_cast<size_t>(i)];
-    }
-    pool.run([&](int ith, int nth_) {
-      size_t b0, b1;
-      share(n, ith, nth_, &b0, &b1);
-      for (size_t i = b0; i < b1; ++i) f[i] = 2.0f;
-    });
-    sums_.resize(static_cast<size_t>(nth));
-  }
-  // One pass; GB/s.
-  double gbps() {
-    const float* f = reinterpret_cast<const float*>(buf_.data());
-    const auto t0 = Clock::now();
-    pool_.run([&](int ith, int) {
-      const size_t i = static_cast<size_t>(ith);
-      sums_[i] = cpu::read_floats(level_, pattern_, f + r0_[i], static_cast<int64_t>(r1_[i] - r0_[i]));
-    });
-    const double rate = static_cast<double>(read_n_) * sizeof(float) / seconds_since(t0) / 1e9;
-    double check = 0;
-    for (double v : sums_) check += v;
-    if (check != 2.0 * static_cast<double>(read_n_))
-      throw Error("roofline", "paired read pass (" + pattern_.name() + ") summed to " + std::to_string(check));
-    return rate;
-  }
-
- private:
-  ThreadPool& pool_;
-  cpu::ReadPattern pattern_;
-  cpu::SimdLevel level_;
-  PageBuffer buf_;
-  std::vector<size_t> r0_, r1_;
-  std::vector<double> sums_;
-  size_t read_n_ = 0;
-};
-
 struct KernelResult {
   std::string matrix, dtype;
   int64_t rows = 0, cols = 0, tokens = 0;
@@ -260,7 +198,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 // to exceed `working_set` bytes, so every call streams its matrix from memory as in a real
 // forward pass rather than from a cache that happens to hold a whole matrix.
 KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int64_t cols, DType dt,
-                         int64_t tokens, uint64_t working_set, int reps, ReadProbe* probe) {
+                         int64_t tokens, uint64_t working_set, int reps, cpu::ReadProbe* probe) {
   const uint64_t row_bytes = dtype_row_bytes(dt, cols);
   const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
   const uint64_t want = tokens == 1 ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
@@ -352,22 +290,10 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   return k;
 }
 
-// The default bytes per array: 512 MiB, or twice the last-level cache where that is bigger (a
-// server's L3 can hold most of 512 MiB, and the streams would partly read it instead of
-// memory), at most an eighth of the machine's memory (three arrays).
-uint64_t default_array_bytes() {
-  uint64_t bytes = uint64_t{512} << 20;
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (l3 > 0) bytes = std::max(bytes, 2 * static_cast<uint64_t>(l3));
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0) bytes = std::min(bytes, std::max(uint64_t{512} << 20, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 8));
-  return bytes >> 20 << 20;
-}
-
 int run_roofline(const std::vector<std::string>& argv) {
   Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set"}, {"json", "kernels"});
   const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
-  const uint64_t array_bytes = a.bytes("array-size", default_array_bytes());
+  const uint64_t array_bytes = a.bytes("array-size", cpu::default_read_buffer_bytes());
   const int reps = static_cast<int>(a.integer("reps", 5, 1, 1000));
   const bool json = a.flag("json");
   if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
@@ -402,12 +328,12 @@ int run_roofline(const std::vector<std::string>& argv) {
                             {"5632x2048 (ffn w1/w3)", 5632, 2048},
                             {"2048x5632 (ffn w2)", 2048, 5632},
                             {"32000x2048 (output)", 32000, 2048}};
-    std::unique_ptr<ReadProbe> probe;
+    std::unique_ptr<cpu::ReadProbe> probe;
     if (std::find(tokens.begin(), tokens.end(), 1) != tokens.end()) {
       cpu::ReadPattern best = bw.read_patterns.front().pattern;
       for (const PatternRate& pr : bw.read_patterns)
         if (pr.pattern.name() == bw.read_pattern) best = pr.pattern;
-      probe = std::make_unique<ReadProbe>(pool, array_bytes, best, level);
+      probe = std::make_unique<cpu::ReadProbe>(pool, array_bytes, best, level, "--array-size");
     }
     for (DType dt : dtypes) {
       for (const Shape& s : shapes) {

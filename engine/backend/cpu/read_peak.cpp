@@ -1,6 +1,13 @@
 // read_peak.cpp — the read patterns and the portable read loop.
 #include "backend/cpu/read_peak.h"
 
+#include <algorithm>
+#include <chrono>
+#include <unistd.h>
+
+#include "llmwb/errors.h"
+#include "memory/page_buffer.h"
+
 namespace llmwb::cpu {
 
 std::string ReadPattern::name() const {
@@ -34,6 +41,87 @@ double read_floats(SimdLevel level, const ReadPattern& p, const float* x, int64_
     for (double v : acc) total += v;
   }
   return total;
+}
+
+uint64_t default_read_buffer_bytes() {
+  uint64_t bytes = uint64_t{512} << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) bytes = std::max(bytes, 2 * static_cast<uint64_t>(l3));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    bytes = std::min(bytes, std::max(uint64_t{512} << 20, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 8));
+  return bytes >> 20 << 20;
+}
+
+struct ReadProbe::Impl {
+  ThreadPool& pool;
+  ReadPattern pattern;
+  SimdLevel level;
+  PageBuffer buf;
+  std::vector<int64_t> r0, r1;   // each thread's share, in floats, whole 512-float units
+  std::vector<double> sums;
+  int64_t read_n = 0;
+  Impl(ThreadPool& p, const ReadPattern& pat, SimdLevel l) : pool(p), pattern(pat), level(l) {}
+};
+
+ReadProbe::ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& pattern, SimdLevel level,
+                     const std::string& flag)
+    : impl_(std::make_unique<Impl>(pool, pattern, level)) {
+  constexpr int64_t kUnit = kReadUnitFloats;
+  const int nth = pool.size();
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+  try {
+    impl_->buf = PageBuffer(static_cast<uint64_t>(n) * sizeof(float), true);
+  } catch (const std::exception&) {
+    throw Error(flag, "cannot allocate the read pass's " + std::to_string(bytes >> 20) + " MiB: give a smaller " + flag);
+  }
+  impl_->r0.resize(static_cast<size_t>(nth));
+  impl_->r1.resize(static_cast<size_t>(nth));
+  impl_->sums.resize(static_cast<size_t>(nth));
+  for (int i = 0; i < nth; ++i) {
+    const int64_t b0 = n * i / nth, b1 = n * (i + 1) / nth;
+    const int64_t lo = (b0 + kUnit - 1) / kUnit * kUnit;
+    impl_->r0[static_cast<size_t>(i)] = lo;
+    impl_->r1[static_cast<size_t>(i)] = std::max(lo, b1 / kUnit * kUnit);
+    impl_->read_n += impl_->r1[static_cast<size_t>(i)] - lo;
+  }
+  float* f = reinterpret_cast<float*>(impl_->buf.data());
+  pool.run([&](int ith, int nth_) {
+    const int64_t b0 = n * ith / nth_, b1 = n * (ith + 1) / nth_;
+    std::fill(f + b0, f + b1, 2.0f);
+  });
+}
+
+ReadProbe::~ReadProbe() = default;
+
+double ReadProbe::gbps() {
+  Impl& m = *impl_;
+  const float* f = reinterpret_cast<const float*>(m.buf.data());
+  const auto t0 = std::chrono::steady_clock::now();
+  m.pool.run([&](int ith, int) {
+    const size_t i = static_cast<size_t>(ith);
+    m.sums[i] = read_floats(m.level, m.pattern, f + m.r0[i], m.r1[i] - m.r0[i]);
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double check = 0;
+  for (double v : m.sums) check += v;
+  // Every float read once, each 2.0: the sums are exact.
+  if (check != 2.0 * static_cast<double>(m.read_n))
+    throw Error("read pass", m.pattern.name() + " summed to " + std::to_string(check) + ", expected " +
+                                 std::to_string(2.0 * static_cast<double>(m.read_n)));
+  return static_cast<double>(m.read_n) * sizeof(float) / s / 1e9;
+}
+
+std::string ReadProbe::pick_best_pattern() {
+  ReadPattern best = impl_->pattern;
+  double best_gbps = 0;
+  for (const ReadPattern& p : read_patterns()) {
+    impl_->pattern = p;
+    const double g = gbps();
+    if (g > best_gbps) best_gbps = g, best = p;
+  }
+  impl_->pattern = best;
+  return best.name();
 }
 
 }  // namespace llmwb::cpu

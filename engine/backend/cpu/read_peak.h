@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace llmwb::cpu {
 
@@ -33,6 +35,38 @@ std::vector<ReadPattern> read_patterns();
 // stay exact for small integers (the roofline fills in 2.0f), which checks that every float
 // was read.
 double read_floats(SimdLevel level, const ReadPattern& p, const float* x, int64_t n);
+
+// Floats per unit of a thread's read share: 8 streams x 256 bytes, so every pattern reads every
+// float of the share and the shares start on 64-byte boundaries.
+constexpr int64_t kReadUnitFloats = 512;
+
+// The bytes of a buffer to stream through: 512 MiB, or twice the last-level cache where that is
+// bigger (a server's L3 can hold most of 512 MiB, and a pass would partly read it instead of
+// memory), at most an eighth of the machine's memory (the roofline allocates three).
+uint64_t default_read_buffer_bytes();
+
+// One read pass at a time over a buffer of its own (2 MiB pages, each thread's share
+// first-touched by it), for measuring a kernel against the read rate right beside it: on a guest
+// whose host moves the memory's rate within seconds, a ceiling measured once and a kernel
+// measured a minute later differ by the drift (`roofline --kernels`' paired shares, `bench
+// --read`).
+class ReadProbe {
+ public:
+  // bytes: the buffer (far above the last-level cache); pattern: as read_floats. Throws
+  // llmwb::Error naming `flag` when the buffer cannot be allocated.
+  ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& pattern, SimdLevel level, const std::string& flag);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  // One pass with the pattern on every thread of the pool; GB/s (1e9 bytes). Checks the sums.
+  double gbps();
+  // Sets the pattern to the fastest of read_patterns() over one pass each; returns its name.
+  std::string pick_best_pattern();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 namespace kernels {
 double read_floats_avx2(int streams, int64_t prefetch_bytes, const float* x, int64_t n);
