@@ -167,6 +167,31 @@ TEST(FloatPanels, EveryTokenIsBitwiseTheSameAloneAndInAnyBatch) {
   }
 }
 
+// The GEMV's software prefetch distance (TuningConfig::decode_prefetch) changes no bit.
+TEST(FloatPanels, TheDecodePrefetchDistanceChangesNoBit) {
+  SKIP_WITHOUT_PANELS();
+  ThreadPool two(2);
+  const cpu::DecodePrefetch before = cpu::decode_prefetch();
+  const int64_t N = 300, K = 1000;
+  for (DType dt : kFloatTypes) {
+    const Weights w(dt, N, K, 6);
+    const cpu::FloatPanels p = cpu::pack_panels(w.view, two);
+    const std::vector<float> x = random_x(2 * K, 13);
+    for (int64_t T : {int64_t{1}, int64_t{2}}) {
+      std::vector<float> ref;
+      for (int64_t ahead : {int64_t{1024}, int64_t{0}, int64_t{64}, int64_t{16384}}) {
+        cpu::set_decode_prefetch({ahead, ahead});
+        std::vector<float> y(static_cast<size_t>(T * N), NAN);
+        cpu::panel_matmul(two, p, x.data(), T, y.data());
+        if (ref.empty()) ref = y;
+        EXPECT_EQ(std::memcmp(y.data(), ref.data(), sizeof(float) * y.size()), 0)
+            << dtype_name(dt) << " T=" << T << " prefetch " << ahead;
+      }
+    }
+  }
+  cpu::set_decode_prefetch(before);
+}
+
 // The backend multiplies float weights over panels it builds once (prepare or first use), and
 // LLMWB_FLOAT_PANELS=0 keeps them in place.
 // The embedding lookup of a tied head reads its panel copy (the mapped rows were handed back):

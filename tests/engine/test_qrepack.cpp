@@ -133,6 +133,32 @@ TEST(QRepack, EverySimdLevelGivesTheSameBits) {
   }
 }
 
+// The decode GEMV's software prefetch distance (TuningConfig::decode_prefetch) changes what is
+// read ahead, never a bit of the result: none, the default, far past a tile's end.
+TEST(QRepack, TheDecodePrefetchDistanceChangesNoBit) {
+  ThreadPool pool(2);
+  const cpu::DecodePrefetch before = cpu::decode_prefetch();
+  for (DType dt : kQ4Types) {
+    const int64_t K = width_for(dt, 1024);
+    Weights w(dt, 300, K, 4);
+    const auto p = cpu::repack_q4(w.view, pool);
+    const std::vector<float> x = random_vector(static_cast<size_t>(K), 12);
+    for (cpu::SimdLevel level : available_levels()) {
+      SimdLevelGuard g(level);
+      std::vector<float> ref;
+      for (int64_t ahead : {int64_t{1024}, int64_t{0}, int64_t{64}, int64_t{16384}}) {
+        cpu::set_decode_prefetch({ahead, ahead});
+        std::vector<float> y(300, NAN);
+        cpu::qmatmul_packed(pool, *p, x.data(), 1, y.data());
+        if (ref.empty()) ref = y;
+        EXPECT_EQ(std::memcmp(y.data(), ref.data(), sizeof(float) * y.size()), 0)
+            << cpu::simd_level_name(level) << " " << dtype_name(dt) << " prefetch " << ahead;
+      }
+    }
+  }
+  cpu::set_decode_prefetch(before);
+}
+
 // qmatmul_packed_multi (one quantization of x, the rows of all matrices in one parallel pass)
 // gives each output the bits of its own qmatmul_packed call, at every level, for any batch
 // and thread count, with row counts that leave partial tiles between the matrices.

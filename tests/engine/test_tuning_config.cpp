@@ -27,8 +27,8 @@ std::string value_of(const TuningConfig& t, const std::string& name) {
 }
 
 TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
-  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_CUDA_GRAPHS", "LLMWB_NVTX_LAYERS",
-                        "LLMWB_DEVICE_SAMPLING"})
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_CUDA_GRAPHS",
+                        "LLMWB_NVTX_LAYERS", "LLMWB_DEVICE_SAMPLING"})
     ::unsetenv(v);
   const TuningConfig t = TuningConfig::from_environment();
   EXPECT_EQ(t.simd, "");
@@ -36,16 +36,22 @@ TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
   EXPECT_TRUE(t.cuda_graphs);
   EXPECT_FALSE(t.nvtx_layers);
   EXPECT_TRUE(t.device_sampling);
+  EXPECT_EQ(t.decode_prefetch, "");
   EXPECT_EQ(value_of(t, "simd"), "best");
-  EXPECT_EQ(t.describe().size(), 5u);
+  EXPECT_EQ(value_of(t, "decode_prefetch"), "auto");
+  EXPECT_EQ(t.describe().size(), 6u);
+  EXPECT_EQ(cpu::decode_prefetch_from(""), cpu::default_decode_prefetch());
+  EXPECT_EQ(cpu::decode_prefetch_from("off"), (cpu::DecodePrefetch{0, 0}));
+  EXPECT_EQ(cpu::decode_prefetch_from("2048"), (cpu::DecodePrefetch{2048, 2048}));
 }
 
 TEST(TuningConfig, EachEnvironmentVariableSetsItsSwitch) {
   {
     ScopedEnv a("LLMWB_SIMD", "avx2"), b("LLMWB_FLOAT_PANELS", "0"), c("LLMWB_CUDA_GRAPHS", "0"),
-        d("LLMWB_NVTX_LAYERS", "1"), e("LLMWB_DEVICE_SAMPLING", "0");
+        d("LLMWB_NVTX_LAYERS", "1"), e("LLMWB_DEVICE_SAMPLING", "0"), f("LLMWB_DECODE_PREFETCH", "off");
     const TuningConfig t = TuningConfig::from_environment();
     EXPECT_EQ(t.simd, "avx2");
+    EXPECT_EQ(t.decode_prefetch, "off");
     EXPECT_FALSE(t.float_panels);
     EXPECT_FALSE(t.cuda_graphs);
     EXPECT_TRUE(t.nvtx_layers);
@@ -84,12 +90,39 @@ TEST(TuningConfig, SetByNameAcceptsOnOffAndLevelsAndNamesWhatIsWrong) {
   }
   EXPECT_THROW(t.set("cuda_graphs", "sometimes"), Error);
   EXPECT_THROW(t.set("simd", "avx9000"), Error);
+  t.set("decode_prefetch", "512");
+  EXPECT_EQ(t.decode_prefetch, "512");
+  t.set("decode_prefetch", "off");
+  EXPECT_EQ(value_of(t, "decode_prefetch"), "off");
+  t.set("decode_prefetch", "auto");
+  EXPECT_EQ(t.decode_prefetch, "");
+  for (const char* bad : {"100", "-64", "fast", "32768", "1e3"}) {
+    try {
+      t.set("decode_prefetch", bad);
+      FAIL() << "decode_prefetch took '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("decode_prefetch: '" + std::string(bad) + "' is not one of auto, off"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(TuningConfig, AnUnderstoodPrefetchVariableIsKeptAndABadOneNamed) {
+  ScopedEnv a("LLMWB_DECODE_PREFETCH", "4096");
+  EXPECT_EQ(TuningConfig::from_environment().decode_prefetch, "4096");
+  ScopedEnv b("LLMWB_DECODE_PREFETCH", "near");
+  testing::internal::CaptureStderr();
+  const TuningConfig t = TuningConfig::from_environment();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(t.decode_prefetch, "");
+  EXPECT_NE(err.find("LLMWB_DECODE_PREFETCH: 'near'"), std::string::npos) << err;
 }
 
 TEST(TuningConfig, EnvironmentHelpNamesEveryVariable) {
   const std::string h = TuningConfig::environment_help();
-  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_CUDA_GRAPHS", "LLMWB_NVTX_LAYERS",
-                        "LLMWB_DEVICE_SAMPLING"})
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_CUDA_GRAPHS",
+                        "LLMWB_NVTX_LAYERS", "LLMWB_DEVICE_SAMPLING"})
     EXPECT_NE(h.find(v), std::string::npos) << v;
 }
 
@@ -99,13 +132,19 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
   const std::string model = test::shared_path("models/stories260K/stories260K.gguf");
   std::vector<std::vector<int>> tokens;
   const cpu::SimdLevel before = cpu::simd_level();
-  for (const char* simd : {"", "scalar"}) {
+  const cpu::DecodePrefetch prefetch_before = cpu::decode_prefetch();
+  for (const char* simd : {"", "scalar", "best, prefetch off"}) {
+    const bool prefetch_off = std::string(simd) == "best, prefetch off";
+    if (prefetch_off) simd = "";
     EngineConfig c;
     c.model = model;
     c.threads = 2;
     c.tuning.simd = simd;
     c.tuning.float_panels = *simd == '\0';
+    if (prefetch_off) c.tuning.decode_prefetch = "off";
     Engine e(c);
+    EXPECT_TRUE(cpu::decode_prefetch() == (prefetch_off ? cpu::DecodePrefetch{0, 0} : cpu::default_decode_prefetch()))
+        << "the runner applies decode_prefetch";
     EXPECT_EQ(value_of(c.tuning, "float_panels"), *simd ? "off" : "on");
     bool found = false;
     for (const auto& [k, v] : e.model_info().tuning) found = found || (k == "simd" && v == (*simd ? simd : "best"));
@@ -124,9 +163,11 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
     tokens.push_back(out);
   }
   cpu::set_simd_level(before);
-  ASSERT_EQ(tokens.size(), 2u);
+  cpu::set_decode_prefetch(prefetch_before);
+  ASSERT_EQ(tokens.size(), 3u);
   EXPECT_EQ(tokens[0].size(), 40u);
   EXPECT_EQ(tokens[0], tokens[1]);
+  EXPECT_EQ(tokens[0], tokens[2]);
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ fpanel::Args args_of(const FloatPanels& W, const float* x, int64_t n_tokens, flo
   a.x = x;
   a.n_tokens = n_tokens;
   a.y = y;
+  a.prefetch = decode_prefetch().floats;
   return a;
 }
 

@@ -43,9 +43,8 @@ inline __mmask16 panel_mask(const Args& a, int64_t p) {
 
 // --------------------------------------------------------------------------------- GEMV
 
-// How far ahead (bytes) each panel stream is prefetched into L1: past the 4 KiB page ends
-// where the hardware prefetchers stop.
-constexpr int64_t kGemvPrefetch = 1024;
+// Each panel stream is prefetched into L1 a.prefetch bytes ahead (decode_prefetch().floats in
+// matmul.h: past the 4 KiB page ends where the hardware prefetchers stop; 0 = not at all).
 
 // Panels [p, p + R) x tokens t0 .. t0 + C - 1, the weights read straight from the panels.
 template <DType DT, int R, int C>
@@ -62,10 +61,10 @@ void gemv_tile(const Args& a, int64_t p, int64_t t0) {
 #pragma GCC unroll 8
     for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
-    if (((k * step) & 63) == 0) {
+    if (a.prefetch != 0 && ((k * step) & 63) == 0) {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(w[i] + k * step + kGemvPrefetch), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w[i] + k * step + a.prefetch), _MM_HINT_T0);
     }
     __m512 wv[R];
 #pragma GCC unroll 8

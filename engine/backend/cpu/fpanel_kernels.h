@@ -17,6 +17,7 @@ struct Args {
   int64_t n_tokens = 0;
   float* y = nullptr;           // [n_tokens][rows]
   const float* xp = nullptr;    // gemm: x packed by pack_x
+  int64_t prefetch = 1024;      // gemv: bytes ahead of each panel stream prefetched into L1, 0 = none
 };
 
 // Tokens per GEMM register tile (the x panel width).

@@ -81,6 +81,56 @@ float* thread_scratch(int64_t floats) {
 
 SimdLevel best_simd_level() { return best_level(); }
 
+DecodePrefetch default_decode_prefetch() {
+  // Measured per microarchitecture with `roofline --kernels` paired shares and `bench --read`
+  // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture"). Intel Xeon and AMD
+  // Zen 5: every line 1 KiB ahead into L1, past the 4 KiB page ends where the hardware
+  // prefetchers stop. AMD Zen 4 (family 25 with AVX-512): the float panels' GEMV without
+  // software prefetch (the kernel +24 % of the read beside it, whole F16 decodes 1.29x); the
+  // quantized tiles keep 1 KiB (their kernels gained alone, whole decodes did not: Q6_K 0.93x).
+  static const DecodePrefetch p = [] {
+    DecodePrefetch d;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return d;
+    const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;   // "AuthenticAMD"
+    if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return d;
+    const unsigned base = (eax >> 8) & 0xF;
+    const unsigned family = base + (base == 0xF ? (eax >> 20) & 0xFF : 0);
+    if (family == 0x19 && best_level() == SimdLevel::Avx512) d.floats = 0;   // Zen 4
+    return d;
+  }();
+  return p;
+}
+
+namespace {
+std::atomic<int64_t> g_prefetch_quantized{-1}, g_prefetch_floats{-1};
+
+void init_prefetch() {
+  if (g_prefetch_quantized.load(std::memory_order_relaxed) >= 0) return;
+  const DecodePrefetch d = decode_prefetch_from(TuningConfig::from_environment().decode_prefetch);
+  int64_t unset = -1;
+  g_prefetch_quantized.compare_exchange_strong(unset, d.quantized);
+  unset = -1;
+  g_prefetch_floats.compare_exchange_strong(unset, d.floats);
+}
+}  // namespace
+
+DecodePrefetch decode_prefetch() {
+  init_prefetch();
+  return {g_prefetch_quantized.load(std::memory_order_relaxed), g_prefetch_floats.load(std::memory_order_relaxed)};
+}
+
+void set_decode_prefetch(DecodePrefetch p) {
+  g_prefetch_quantized.store(p.quantized, std::memory_order_relaxed);
+  g_prefetch_floats.store(p.floats, std::memory_order_relaxed);
+}
+
+DecodePrefetch decode_prefetch_from(const std::string& setting) {
+  if (setting.empty() || setting == "auto") return default_decode_prefetch();
+  const int64_t b = setting == "off" ? 0 : std::stoll(setting);   // TuningConfig validated it
+  return {b, b};
+}
+
 SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::memory_order_relaxed)); }
 
 void set_simd_level(SimdLevel level) {

@@ -30,6 +30,21 @@ const char* simd_level_name(SimdLevel level);
 // "avx512"; a level above the CPU's stays the CPU's).
 SimdLevel simd_level_at_most(const std::string& name);
 
+// How far ahead (bytes) the decode GEMVs prefetch each weight stream into L1, past the 4 KiB
+// page ends where the hardware prefetchers stop; 0: no software prefetch. One distance for the
+// repacked quantized tiles, one for the float panels. Process-wide, like the SIMD level. The
+// default is picked per microarchitecture (default_decode_prefetch); TuningConfig::
+// decode_prefetch / LLMWB_DECODE_PREFETCH set both. Every setting computes the same bits.
+struct DecodePrefetch {
+  int64_t quantized = 1024, floats = 1024;
+  bool operator==(const DecodePrefetch&) const = default;
+};
+DecodePrefetch decode_prefetch();
+void set_decode_prefetch(DecodePrefetch p);
+DecodePrefetch default_decode_prefetch();
+// TuningConfig::decode_prefetch ("" / "auto": the default; "off": 0; a byte count: both).
+DecodePrefetch decode_prefetch_from(const std::string& setting);
+
 // Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;
 // Passes of at most this many tokens (decode, speculative verification) stream their weights;

@@ -166,6 +166,7 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
     a.n_tokens = n_tokens;
     a.y = outs[i].y;
     a.y_stride = W.rows;
+    a.prefetch = decode_prefetch().quantized;
     off[i + 1] = off[i] + round_up(W.rows, qkernels::kPackRows);
   }
   const qkernels::QActs xa = quantize_activations(pool, x, K, nb, n_tokens);

@@ -241,15 +241,16 @@ inline void half_tokens_of(const PackedArgs& a, const uint8_t* tile, int h, int6
 // One token (decode; see qmatmul_packed_avx512vnni.cpp): R tiles read side by side as
 // sequential streams, both 8-row halves of each in the same pass (so each 64-byte chunk is
 // used whole as it arrives, and the tile is read once instead of once per half), every line
-// prefetched into L1 kDecodePrefetch bytes ahead. Each half does the integer and float
+// prefetched into L1 PackedArgs::prefetch bytes ahead. Each half does the integer and float
 // operations of the tile kernels above in the same order: the same bits.
 constexpr int kDecodeTiles = 2;   // 2 tiles x 2 halves: 4 accumulator sets in 16 ymm registers
-constexpr int64_t kDecodePrefetch = 1024;
 
+// `Lines` lines from p + ahead into L1 (ahead: PackedArgs::prefetch; 0 = none).
 template <int Lines>
-inline void prefetch_l1(const uint8_t* p) {
+inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
+  if (ahead == 0) return;
 #pragma GCC unroll 16
-  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + 64 * l), _MM_HINT_T0);
+  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + ahead + 64 * l), _MM_HINT_T0);
 }
 
 // The Q4_0 / Q4_1 / INT4 family (half_tokens).
@@ -265,7 +266,7 @@ void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* n
   for (int64_t g = 0; g < ng; ++g) {
     const uint8_t* grp = tile + g * a.group_bytes;
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) prefetch_l1<1>(grp + i * tb);
+    for (int i = 0; i < R; ++i) prefetch_l1<1>(grp + i * tb, a.prefetch);
     const uint8_t* blk = grp + (HasM ? 64 : 32);
     const int64_t b_end = (g + 1) * a.gb < a.nb ? (g + 1) * a.gb : a.nb;
     for (int64_t b = g * a.gb; b < b_end; ++b, blk += kPackBlockBytes) {
@@ -274,7 +275,7 @@ void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* n
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
         const uint8_t* w = blk + i * tb;
-        prefetch_l1<4>(w);
+        prefetch_l1<4>(w, a.prefetch);
         __m256i p[2];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) {
@@ -322,7 +323,7 @@ void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int
   for (int64_t g = 0; g < ng; ++g) {
     const uint8_t* grp = tile + g * a.group_bytes;
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) prefetch_l1<(kHead + 63) / 64>(grp + i * tb);
+    for (int i = 0; i < R; ++i) prefetch_l1<(kHead + 63) / 64>(grp + i * tb, a.prefetch);
     for (int64_t jb = 0; jb < a.gb; ++jb) {
       const int64_t b = g * a.gb + jb;
       const int8_t* x = a.x.q + b * kQB;
@@ -331,7 +332,7 @@ void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int
       for (int i = 0; i < R; ++i) {
         const uint8_t* g0 = grp + i * tb;
         const uint8_t* blk0 = g0 + kHead + jb * kBlock;
-        prefetch_l1<kBlock / 64>(blk0);
+        prefetch_l1<kBlock / 64>(blk0, a.prefetch);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           const int q = 2 * i + h;

@@ -253,17 +253,18 @@ inline void tile_tokens_of(const PackedArgs& a, const uint8_t* tile, int64_t r, 
 // One token (decode): a GEMV that streams every weight byte once, so what bounds it is how
 // many lines a core keeps in flight and how few instructions a block costs. R adjacent tiles
 // are read side by side as R sequential streams (as the float panels' GEMV reads 4 panels),
-// each line prefetched into L1 kDecodePrefetch bytes ahead of where its stream reads (past the
+// each line prefetched into L1 PackedArgs::prefetch bytes ahead of where its stream reads (past the
 // 4 KiB page ends, where the hardware prefetchers stop), and the activation block (8 dwords,
 // its scale and offset) is broadcast once per block for all R tiles. Every (row) lane does
 // the float operations of tile_tokens<.., 1> in the same order, so the bits are the same.
 constexpr int kDecodeTiles = 4;
-constexpr int64_t kDecodePrefetch = 1024;
 
+// `Lines` lines from p + ahead into L1 (ahead: PackedArgs::prefetch; 0 = none).
 template <int Lines>
-inline void prefetch_l1(const uint8_t* p) {
+inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
+  if (ahead == 0) return;
 #pragma GCC unroll 16
-  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + 64 * l), _MM_HINT_T0);
+  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + ahead + 64 * l), _MM_HINT_T0);
 }
 
 inline void bcast_block(const int8_t* x, __m512i* xb) {
@@ -283,7 +284,7 @@ inline void decode_q4_block(const PackedArgs& a, const uint8_t* blk, int64_t b, 
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) {
     const uint8_t* w = blk + i * tb;
-    prefetch_l1<4>(w);
+    prefetch_l1<4>(w, a.prefetch);
     __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
@@ -302,7 +303,7 @@ inline void decode_q4_scales(const PackedArgs& a, const uint8_t* grp, __m512* d,
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) {
     const uint8_t* g = grp + i * a.tile_bytes;
-    prefetch_l1<1>(g);   // the scales (32 or 64 bytes, one line)
+    prefetch_l1<1>(g, a.prefetch);   // the scales (32 or 64 bytes, one line)
     d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
     if constexpr (HasM) m[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32)));
     else m[i] = _mm512_mul_ps(d[i], _mm512_set1_ps(-8.0f));
@@ -351,7 +352,7 @@ void decode_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmas
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
       const uint8_t* g = grp + i * tb;
-      prefetch_l1<9>(g);   // 32 + 512 bytes
+      prefetch_l1<9>(g, a.prefetch);   // 32 + 512 bytes
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -383,7 +384,7 @@ void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask
     __m512 d[R], dmin[R];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      prefetch_l1<(kHead + 63) / 64>(grp + i * tb);
+      prefetch_l1<(kHead + 63) / 64>(grp + i * tb, a.prefetch);
       d[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb)));
       if constexpr (!kQ6) dmin[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + i * tb + 32)));
       else dmin[i] = _mm512_setzero_ps();
@@ -406,7 +407,7 @@ void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask
       for (int i = 0; i < R; ++i) {
         const uint8_t* g0 = grp + i * tb;
         const uint8_t* blk = g0 + kHead + jb * kBlock;
-        prefetch_l1<kBlock / 64>(blk);
+        prefetch_l1<kBlock / 64>(blk, a.prefetch);
         __m512i lo[4], hi[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) {

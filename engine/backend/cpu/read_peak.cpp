@@ -94,7 +94,13 @@ ReadProbe::ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& patter
 
 ReadProbe::~ReadProbe() = default;
 
-double ReadProbe::gbps() {
+double ReadProbe::gbps(int passes) {
+  double best = 0;
+  for (int i = 0; i < passes; ++i) best = std::max(best, one_pass());
+  return best;
+}
+
+double ReadProbe::one_pass() {
   Impl& m = *impl_;
   const float* f = reinterpret_cast<const float*>(m.buf.data());
   const auto t0 = std::chrono::steady_clock::now();
@@ -117,7 +123,7 @@ std::string ReadProbe::pick_best_pattern() {
   double best_gbps = 0;
   for (const ReadPattern& p : read_patterns()) {
     impl_->pattern = p;
-    const double g = gbps();
+    const double g = gbps(2);
     if (g > best_gbps) best_gbps = g, best = p;
   }
   impl_->pattern = best;

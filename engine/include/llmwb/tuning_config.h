@@ -21,6 +21,10 @@ struct TuningConfig {
   // CPU: F32 / F16 / BF16 weights as 16-row panels where AVX-512 runs (off: the in-place
   // kernels). LLMWB_FLOAT_PANELS=0|1.
   bool float_panels = true;
+  // CPU: how far ahead (bytes) the decode GEMVs prefetch each weight stream into L1: "" (auto:
+  // the default for this microarchitecture), "off", or a multiple of 64 up to 16384.
+  // Process-wide, like simd. LLMWB_DECODE_PREFETCH.
+  std::string decode_prefetch;
   // CUDA: pure decode steps replay a captured CUDA graph. LLMWB_CUDA_GRAPHS=0|1.
   bool cuda_graphs = true;
   // CUDA: an NVTX range per layer as well as per phase (for Nsight Systems). LLMWB_NVTX_LAYERS=0|1.
