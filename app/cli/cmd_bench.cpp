@@ -17,9 +17,9 @@
 //
 // With --read (CPU) a tg test is also held against the machine's read rate right beside it: read
 // passes over a buffer of their own (the best of read_patterns(), picked once; the best of three
-// passes counts) run before each timed repetition and after the last, and each repetition's weight stream (decode steps/s times
-// the bytes of weights one step reads) is divided by the mean of the two passes around it; the
-// median of those shares is reported. `roofline --kernels` pairs single kernels the same way.
+// passes counts) run before each timed repetition and after the last, and each repetition's
+// weight stream (decode steps/s times the bytes of weights one step reads) is divided by the
+// mean of the reads around it; the median of those shares is reported. `roofline --kernels` pairs single kernels the same way.
 //
 // With speculative decoding (--spec), a tg test counts the tokens emitted (the accepted guesses
 // too) and reports the proposer's counts: drafted, accepted, acceptance per position, mean
@@ -462,8 +462,8 @@ const std::string kUsage =
                 "  --json                  print a JSON array, one object per test\n"
                 "  --peak                  measure the peak FMA rate before and after each test and report\n"
                 "                          the test's GFLOP/s as a share of the higher one\n"
-                "  --read                  (cpu) a read pass before each timed tg repetition and after the last;\n"
-                "                          report the weights' stream as a share of the passes beside it\n") +
+                "  --read                  (cpu) read passes (best of three) before each timed tg repetition and\n"
+                "                          after the last; report the weights' stream as a share of the reads beside it\n") +
     engine_flags_usage();
 
 const CommandRegistration reg({"bench", "prompt-processing and generation speed (pp/tg tokens per second, like llama-bench)",

@@ -73,7 +73,7 @@ ReadProbe::ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& patter
   try {
     impl_->buf = PageBuffer(static_cast<uint64_t>(n) * sizeof(float), true);
   } catch (const std::exception&) {
-    throw Error(flag, "cannot allocate the read pass's " + std::to_string(bytes >> 20) + " MiB: give a smaller " + flag);
+    throw Error(flag, "cannot allocate the " + std::to_string(bytes >> 20) + " MiB buffer of the read passes");
   }
   impl_->r0.resize(static_cast<size_t>(nth));
   impl_->r1.resize(static_cast<size_t>(nth));

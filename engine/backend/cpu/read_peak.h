@@ -53,7 +53,8 @@ uint64_t default_read_buffer_bytes();
 class ReadProbe {
  public:
   // bytes: the buffer (far above the last-level cache); pattern: as read_floats. Throws
-  // llmwb::Error naming `flag` when the buffer cannot be allocated.
+  // llmwb::Error naming `flag` (the option that asked for it) when the buffer cannot be
+  // allocated.
   ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& pattern, SimdLevel level, const std::string& flag);
   ~ReadProbe();
   ReadProbe(const ReadProbe&) = delete;
