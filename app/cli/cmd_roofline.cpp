@@ -74,7 +74,6 @@ void share(size_t n, int ith, int nth, size_t* begin, size_t* end) {
   *end = n * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
 }
 
-constexpr size_t kReadUnit = static_cast<size_t>(cpu::kReadUnitFloats);
 
 struct PatternRate {
   cpu::ReadPattern pattern;
@@ -115,10 +114,9 @@ Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps, cp
   std::vector<size_t> r0(static_cast<size_t>(nth)), r1(static_cast<size_t>(nth));
   size_t read_n = 0;
   for (int i = 0; i < nth; ++i) {
-    size_t b0, b1;
-    share(s.n, i, nth, &b0, &b1);
-    r0[static_cast<size_t>(i)] = (b0 + kReadUnit - 1) / kReadUnit * kReadUnit;
-    r1[static_cast<size_t>(i)] = std::max(r0[static_cast<size_t>(i)], b1 / kReadUnit * kReadUnit);
+    const cpu::ReadShare r = cpu::read_share(static_cast<int64_t>(s.n), i, nth);
+    r0[static_cast<size_t>(i)] = static_cast<size_t>(r.begin);
+    r1[static_cast<size_t>(i)] = static_cast<size_t>(r.end);
     read_n += r1[static_cast<size_t>(i)] - r0[static_cast<size_t>(i)];
   }
   Bandwidth best;

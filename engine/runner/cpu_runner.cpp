@@ -12,8 +12,7 @@ namespace llmwb {
 
 CpuRunner::CpuRunner(int threads, const TuningConfig& tuning, ModelFile& file, LlamaWeights weights,
                      const RunnerProgress& progress) {
-  if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
-  cpu::set_decode_prefetch(cpu::decode_prefetch_from(tuning.decode_prefetch));
+  cpu::apply_process_tuning(tuning);
   backend_ = std::make_unique<CpuBackend>(threads, tuning.float_panels);
   // The block-quantized matrices (4-bit, Q8_0, k-quants) are repacked for the CPU kernels now,
   // tensor by tensor; each original's mapped pages are dropped once copied, so RSS holds one

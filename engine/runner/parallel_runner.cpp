@@ -20,8 +20,7 @@ ParallelRunner::ParallelRunner(int tensor_parallel_size, int pipeline_parallel_s
   const ModelConfig& c = file.config;
   check_parallel_layout(c, tp_, pp_);
   micro_batch_count(micro_batches_, pp_, 0, true);   // a negative count is an error now, not at the first step
-  if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
-  cpu::set_decode_prefetch(cpu::decode_prefetch_from(tuning.decode_prefetch));
+  cpu::apply_process_tuning(tuning);
   const int total = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
   // A stage's ranks share the threads; overlapping stages share them too (parallel_runner.h).
   const int per_rank = std::max(1, total / tp_);

@@ -125,6 +125,11 @@ void set_decode_prefetch(DecodePrefetch p) {
   g_prefetch_floats.store(p.floats, std::memory_order_relaxed);
 }
 
+void apply_process_tuning(const TuningConfig& tuning) {
+  if (!tuning.simd.empty()) set_simd_level(simd_level_at_most(tuning.simd));
+  set_decode_prefetch(decode_prefetch_from(tuning.decode_prefetch));
+}
+
 DecodePrefetch decode_prefetch_from(const std::string& setting) {
   if (setting.empty() || setting == "auto") return default_decode_prefetch();
   const int64_t b = setting == "off" ? 0 : std::stoll(setting);   // TuningConfig validated it

@@ -15,6 +15,10 @@
 #include "backend/cpu/thread_pool.h"
 #include "format/tensor.h"
 
+namespace llmwb {
+struct TuningConfig;
+}
+
 namespace llmwb::cpu {
 
 enum class SimdLevel { Scalar, Avx2, Avx512 };
@@ -44,6 +48,10 @@ void set_decode_prefetch(DecodePrefetch p);
 DecodePrefetch default_decode_prefetch();
 // TuningConfig::decode_prefetch ("" / "auto": the default; "off": 0; a byte count: both).
 DecodePrefetch decode_prefetch_from(const std::string& setting);
+
+// Applies an engine's process-wide CPU switches (simd lowers the level where set;
+// decode_prefetch), as each runner does when it is made.
+void apply_process_tuning(const TuningConfig& tuning);
 
 // Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;

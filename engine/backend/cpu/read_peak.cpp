@@ -43,6 +43,12 @@ double read_floats(SimdLevel level, const ReadPattern& p, const float* x, int64_
   return total;
 }
 
+ReadShare read_share(int64_t n, int ith, int nth) {
+  const int64_t b0 = n * ith / nth, b1 = n * (ith + 1) / nth;
+  const int64_t lo = (b0 + kReadUnitFloats - 1) / kReadUnitFloats * kReadUnitFloats;
+  return {lo, std::max(lo, b1 / kReadUnitFloats * kReadUnitFloats)};
+}
+
 uint64_t default_read_buffer_bytes() {
   uint64_t bytes = uint64_t{512} << 20;
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -67,7 +73,6 @@ struct ReadProbe::Impl {
 ReadProbe::ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& pattern, SimdLevel level,
                      const std::string& flag)
     : impl_(std::make_unique<Impl>(pool, pattern, level)) {
-  constexpr int64_t kUnit = kReadUnitFloats;
   const int nth = pool.size();
   const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
   try {
@@ -79,11 +84,10 @@ ReadProbe::ReadProbe(ThreadPool& pool, uint64_t bytes, const ReadPattern& patter
   impl_->r1.resize(static_cast<size_t>(nth));
   impl_->sums.resize(static_cast<size_t>(nth));
   for (int i = 0; i < nth; ++i) {
-    const int64_t b0 = n * i / nth, b1 = n * (i + 1) / nth;
-    const int64_t lo = (b0 + kUnit - 1) / kUnit * kUnit;
-    impl_->r0[static_cast<size_t>(i)] = lo;
-    impl_->r1[static_cast<size_t>(i)] = std::max(lo, b1 / kUnit * kUnit);
-    impl_->read_n += impl_->r1[static_cast<size_t>(i)] - lo;
+    const ReadShare r = read_share(n, i, nth);
+    impl_->r0[static_cast<size_t>(i)] = r.begin;
+    impl_->r1[static_cast<size_t>(i)] = r.end;
+    impl_->read_n += r.end - r.begin;
   }
   float* f = reinterpret_cast<float*>(impl_->buf.data());
   pool.run([&](int ith, int nth_) {

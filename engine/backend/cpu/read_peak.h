@@ -40,6 +40,13 @@ double read_floats(SimdLevel level, const ReadPattern& p, const float* x, int64_
 // float of the share and the shares start on 64-byte boundaries.
 constexpr int64_t kReadUnitFloats = 512;
 
+// The whole units thread ith of nth reads of an n-float buffer split evenly (each thread's
+// first-touched part): floats [begin, end), both multiples of kReadUnitFloats.
+struct ReadShare {
+  int64_t begin = 0, end = 0;
+};
+ReadShare read_share(int64_t n, int ith, int nth);
+
 // The bytes of a buffer to stream through: 512 MiB, or twice the last-level cache where that is
 // bigger (a server's L3 can hold most of 512 MiB, and a pass would partly read it instead of
 // memory), at most an eighth of the machine's memory (the roofline allocates three).

@@ -145,8 +145,7 @@ MpiRunner::MpiRunner(int tp, int pp, int threads, const TuningConfig& tuning, Mo
     throw Error("tensor_parallel_size", "--dist mpi: the job has " + std::to_string(world) +
                                             " processes, but tensor x pipeline parallel size is " + std::to_string(tp) +
                                             " x " + std::to_string(pp) + " (mpirun -np " + std::to_string(tp * pp) + ")");
-  if (!tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(tuning.simd));
-  cpu::set_decode_prefetch(cpu::decode_prefetch_from(tuning.decode_prefetch));
+  cpu::apply_process_tuning(tuning);
   world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
   send_command(*world_, kOpen, text_payload(fingerprint(file, tp, pp, quantize)));
   tp_group_ = split_stage(tp);
@@ -238,8 +237,7 @@ int run_mpi_worker(const EngineConfig& cfg) {
           if (mine != want)
             throw Error(cfg.model, "this rank's model differs from rank 0's: rank 0 has " + want + "; rank " +
                                        std::to_string(rank) + " has " + mine);
-          if (!cfg.tuning.simd.empty()) cpu::set_simd_level(cpu::simd_level_at_most(cfg.tuning.simd));
-          cpu::set_decode_prefetch(cpu::decode_prefetch_from(cfg.tuning.decode_prefetch));
+          cpu::apply_process_tuning(cfg.tuning);
           tp_group = split_stage(tp);
           worker = std::make_unique<RankWorker>(file->config, weights, rank % tp, tp, rank / tp, pp,
                                                 threads_for(cfg.threads, tp * pp), cfg.tuning, *tp_group, world);
