@@ -18,6 +18,8 @@ bool valid_prefetch(const std::string& v) {
   return n % 64 == 0 && n <= 16384;
 }
 
+bool valid_streams(const std::string& v) { return v.empty() || v == "1" || v == "2" || v == "4"; }
+
 struct Switch {
   const char* name;
   const char* env;
@@ -39,6 +41,10 @@ constexpr Switch kSwitches[] = {
      "to 16384; default auto: per microarchitecture)",
      nullptr, &TuningConfig::decode_prefetch, valid_prefetch, "auto, off, or bytes: a multiple of 64 up to 16384",
      "auto"},
+    {"decode_streams", "LLMWB_DECODE_STREAMS",
+     "auto|1|2|4: how many weight streams (16-row tiles side by side) each thread's quantized decode GEMV reads "
+     "(AVX2: at most 2; default auto: per microarchitecture)",
+     nullptr, &TuningConfig::decode_streams, valid_streams, "auto, 1, 2 or 4", "auto"},
     {"cuda_graphs", "LLMWB_CUDA_GRAPHS", "0|1: replay CUDA graphs for pure decode steps (default 1)",
      &TuningConfig::cuda_graphs, nullptr, nullptr, nullptr, nullptr},
     {"nvtx_layers", "LLMWB_NVTX_LAYERS", "0|1: an NVTX range per layer, for Nsight Systems (default 0)",

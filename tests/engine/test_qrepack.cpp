@@ -159,6 +159,36 @@ TEST(QRepack, TheDecodePrefetchDistanceChangesNoBit) {
   cpu::set_decode_prefetch(before);
 }
 
+// The decode GEMV's tiles side by side (TuningConfig::decode_streams) change how the weights
+// are read, never a bit of the result: 1, 2 and 4 streams at every level (AVX2 reads at most
+// 2), row counts that leave 1-3 tiles at a thread's end and a partial last tile.
+TEST(QRepack, TheDecodeStreamCountChangesNoBit) {
+  ThreadPool pool(2);
+  const int before = cpu::decode_streams();
+  for (DType dt : kQ4Types) {
+    const int64_t K = width_for(dt, 1024);
+    for (int64_t rows : {int64_t{300}, int64_t{16 * 7}, int64_t{40}}) {
+      Weights w(dt, rows, K, 5);
+      const auto p = cpu::repack_q4(w.view, pool);
+      const std::vector<float> x = random_vector(static_cast<size_t>(K), 13);
+      for (cpu::SimdLevel level : available_levels()) {
+        SimdLevelGuard g(level);
+        std::vector<float> ref;
+        for (int streams : {4, 1, 2}) {
+          cpu::set_decode_streams(streams);
+          EXPECT_EQ(cpu::decode_streams(), streams);
+          std::vector<float> y(static_cast<size_t>(rows), NAN);
+          cpu::qmatmul_packed(pool, *p, x.data(), 1, y.data());
+          if (ref.empty()) ref = y;
+          EXPECT_EQ(std::memcmp(y.data(), ref.data(), sizeof(float) * y.size()), 0)
+              << cpu::simd_level_name(level) << " " << dtype_name(dt) << " rows " << rows << " streams " << streams;
+        }
+      }
+    }
+  }
+  cpu::set_decode_streams(before);
+}
+
 // qmatmul_packed_multi (one quantization of x, the rows of all matrices in one parallel pass)
 // gives each output the bits of its own qmatmul_packed call, at every level, for any batch
 // and thread count, with row counts that leave partial tiles between the matrices.

@@ -27,8 +27,8 @@ std::string value_of(const TuningConfig& t, const std::string& name) {
 }
 
 TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
-  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_CUDA_GRAPHS",
-                        "LLMWB_NVTX_LAYERS", "LLMWB_DEVICE_SAMPLING"})
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_DECODE_STREAMS",
+                        "LLMWB_CUDA_GRAPHS", "LLMWB_NVTX_LAYERS", "LLMWB_DEVICE_SAMPLING"})
     ::unsetenv(v);
   const TuningConfig t = TuningConfig::from_environment();
   EXPECT_EQ(t.simd, "");
@@ -39,7 +39,12 @@ TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
   EXPECT_EQ(t.decode_prefetch, "");
   EXPECT_EQ(value_of(t, "simd"), "best");
   EXPECT_EQ(value_of(t, "decode_prefetch"), "auto");
-  EXPECT_EQ(t.describe().size(), 6u);
+  EXPECT_EQ(t.decode_streams, "");
+  EXPECT_EQ(value_of(t, "decode_streams"), "auto");
+  EXPECT_EQ(t.describe().size(), 7u);
+  EXPECT_EQ(cpu::decode_streams_from(""), cpu::default_decode_streams());
+  EXPECT_EQ(cpu::decode_streams_from("2"), 2);
+  EXPECT_TRUE(cpu::default_decode_streams() == 1 || cpu::default_decode_streams() == 4);
   EXPECT_EQ(cpu::decode_prefetch_from(""), cpu::default_decode_prefetch());
   EXPECT_EQ(cpu::decode_prefetch_from("off"), (cpu::DecodePrefetch{0, 0}));
   EXPECT_EQ(cpu::decode_prefetch_from("2048"), (cpu::DecodePrefetch{2048, 2048}));
@@ -48,10 +53,12 @@ TEST(TuningConfig, DefaultsAreTheFastPathsWithNoVariablesSet) {
 TEST(TuningConfig, EachEnvironmentVariableSetsItsSwitch) {
   {
     ScopedEnv a("LLMWB_SIMD", "avx2"), b("LLMWB_FLOAT_PANELS", "0"), c("LLMWB_CUDA_GRAPHS", "0"),
-        d("LLMWB_NVTX_LAYERS", "1"), e("LLMWB_DEVICE_SAMPLING", "0"), f("LLMWB_DECODE_PREFETCH", "off");
+        d("LLMWB_NVTX_LAYERS", "1"), e("LLMWB_DEVICE_SAMPLING", "0"), f("LLMWB_DECODE_PREFETCH", "off"),
+        g("LLMWB_DECODE_STREAMS", "2");
     const TuningConfig t = TuningConfig::from_environment();
     EXPECT_EQ(t.simd, "avx2");
     EXPECT_EQ(t.decode_prefetch, "off");
+    EXPECT_EQ(t.decode_streams, "2");
     EXPECT_FALSE(t.float_panels);
     EXPECT_FALSE(t.cuda_graphs);
     EXPECT_TRUE(t.nvtx_layers);
@@ -108,6 +115,32 @@ TEST(TuningConfig, SetByNameAcceptsOnOffAndLevelsAndNamesWhatIsWrong) {
   }
 }
 
+TEST(TuningConfig, DecodeStreamsTakeOneTwoOrFourAndNameWhatIsWrong) {
+  TuningConfig t;
+  for (const char* good : {"1", "2", "4"}) {
+    t.set("decode_streams", good);
+    EXPECT_EQ(t.decode_streams, good);
+  }
+  t.set("decode_streams", "auto");
+  EXPECT_EQ(t.decode_streams, "");
+  for (const char* bad : {"0", "3", "8", "-1", "one", "04"}) {
+    try {
+      t.set("decode_streams", bad);
+      FAIL() << "decode_streams took '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("decode_streams: '" + std::string(bad) + "' is not one of auto, 1, 2 or 4"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv a("LLMWB_DECODE_STREAMS", "3");
+  testing::internal::CaptureStderr();
+  const TuningConfig env = TuningConfig::from_environment();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(env.decode_streams, "");
+  EXPECT_NE(err.find("LLMWB_DECODE_STREAMS: '3'"), std::string::npos) << err;
+}
+
 TEST(TuningConfig, AnUnderstoodPrefetchVariableIsKeptAndABadOneNamed) {
   ScopedEnv a("LLMWB_DECODE_PREFETCH", "4096");
   EXPECT_EQ(TuningConfig::from_environment().decode_prefetch, "4096");
@@ -121,7 +154,8 @@ TEST(TuningConfig, AnUnderstoodPrefetchVariableIsKeptAndABadOneNamed) {
 
 TEST(TuningConfig, EnvironmentHelpNamesEveryVariable) {
   const std::string h = TuningConfig::environment_help();
-  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_CUDA_GRAPHS",
+  for (const char* v : {"LLMWB_SIMD", "LLMWB_FLOAT_PANELS", "LLMWB_DECODE_PREFETCH", "LLMWB_DECODE_STREAMS",
+                        "LLMWB_CUDA_GRAPHS",
                         "LLMWB_NVTX_LAYERS", "LLMWB_DEVICE_SAMPLING"})
     EXPECT_NE(h.find(v), std::string::npos) << v;
 }
@@ -133,6 +167,7 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
   std::vector<std::vector<int>> tokens;
   const cpu::SimdLevel before = cpu::simd_level();
   const cpu::DecodePrefetch prefetch_before = cpu::decode_prefetch();
+  const int streams_before = cpu::decode_streams();
   for (const char* simd : {"", "scalar", "best, prefetch off"}) {
     const bool prefetch_off = std::string(simd) == "best, prefetch off";
     if (prefetch_off) simd = "";
@@ -142,9 +177,11 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
     c.tuning.simd = simd;
     c.tuning.float_panels = *simd == '\0';
     if (prefetch_off) c.tuning.decode_prefetch = "off";
+    if (prefetch_off) c.tuning.decode_streams = "2";
     Engine e(c);
     EXPECT_TRUE(cpu::decode_prefetch() == (prefetch_off ? cpu::DecodePrefetch{0, 0} : cpu::default_decode_prefetch()))
         << "the runner applies decode_prefetch";
+    EXPECT_EQ(cpu::decode_streams(), prefetch_off ? 2 : cpu::default_decode_streams()) << "the runner applies decode_streams";
     EXPECT_EQ(value_of(c.tuning, "float_panels"), *simd ? "off" : "on");
     bool found = false;
     for (const auto& [k, v] : e.model_info().tuning) found = found || (k == "simd" && v == (*simd ? simd : "best"));
@@ -164,6 +201,7 @@ TEST(TuningConfig, TheEngineRunsWithItsSwitchesAndTheyChangeNoToken) {
   }
   cpu::set_simd_level(before);
   cpu::set_decode_prefetch(prefetch_before);
+  cpu::set_decode_streams(streams_before);
   ASSERT_EQ(tokens.size(), 3u);
   EXPECT_EQ(tokens[0].size(), 40u);
   EXPECT_EQ(tokens[0], tokens[1]);

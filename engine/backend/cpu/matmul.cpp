@@ -81,6 +81,22 @@ float* thread_scratch(int64_t floats) {
 
 SimdLevel best_simd_level() { return best_level(); }
 
+namespace {
+// AMD family 25 with AVX-512: Zen 4 (Genoa, Raphael), where the decode defaults differ.
+bool amd_zen4() {
+  static const bool zen4 = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;   // "AuthenticAMD"
+    if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const unsigned base = (eax >> 8) & 0xF;
+    const unsigned family = base + (base == 0xF ? (eax >> 20) & 0xFF : 0);
+    return family == 0x19 && best_level() == SimdLevel::Avx512;
+  }();
+  return zen4;
+}
+}  // namespace
+
 DecodePrefetch default_decode_prefetch() {
   // Measured per microarchitecture with `roofline --kernels` paired shares and `bench --read`
   // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture"). Intel Xeon and AMD
@@ -88,18 +104,18 @@ DecodePrefetch default_decode_prefetch() {
   // prefetchers stop. AMD Zen 4 (family 25 with AVX-512): the float panels' GEMV without
   // software prefetch (the kernel +24 % of the read beside it, whole F16 decodes 1.29x); the
   // quantized tiles keep 1 KiB (their kernels gained alone, whole decodes did not: Q6_K 0.93x).
-  static const DecodePrefetch p = [] {
-    DecodePrefetch d;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return d;
-    const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;   // "AuthenticAMD"
-    if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return d;
-    const unsigned base = (eax >> 8) & 0xF;
-    const unsigned family = base + (base == 0xF ? (eax >> 20) & 0xFF : 0);
-    if (family == 0x19 && best_level() == SimdLevel::Avx512) d.floats = 0;   // Zen 4
-    return d;
-  }();
-  return p;
+  DecodePrefetch d;
+  if (amd_zen4()) d.floats = 0;
+  return d;
+}
+
+int default_decode_streams() {
+  // Measured with `bench --read` A/Bs (docs/BENCHMARKS.md, "Decode streams per
+  // microarchitecture"). AMD Zen 4: one tile at a time, a single stream per thread (whole
+  // decodes 1.06-1.16x for Q4_0, Q8_0, Q5_K and Q4_K_M, Q6_K even; its reads are fastest on one
+  // stream too). Elsewhere four tiles side by side, each activation block broadcast once for
+  // all four (on Intel Xeon one tile read 4-8 % slower).
+  return amd_zen4() ? 1 : 4;
 }
 
 namespace {
@@ -125,9 +141,29 @@ void set_decode_prefetch(DecodePrefetch p) {
   g_prefetch_floats.store(p.floats, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<int> g_decode_streams{0};   // 0: not read from the environment yet
+}  // namespace
+
+int decode_streams() {
+  int n = g_decode_streams.load(std::memory_order_relaxed);
+  if (n > 0) return n;
+  int unset = 0;
+  g_decode_streams.compare_exchange_strong(unset, decode_streams_from(TuningConfig::from_environment().decode_streams));
+  return g_decode_streams.load(std::memory_order_relaxed);
+}
+
+void set_decode_streams(int n) { g_decode_streams.store(n == 1 || n == 2 ? n : 4, std::memory_order_relaxed); }
+
+int decode_streams_from(const std::string& setting) {
+  if (setting.empty() || setting == "auto") return default_decode_streams();
+  return std::stoi(setting);   // TuningConfig validated it: 1, 2 or 4
+}
+
 void apply_process_tuning(const TuningConfig& tuning) {
   if (!tuning.simd.empty()) set_simd_level(simd_level_at_most(tuning.simd));
   set_decode_prefetch(decode_prefetch_from(tuning.decode_prefetch));
+  set_decode_streams(decode_streams_from(tuning.decode_streams));
 }
 
 DecodePrefetch decode_prefetch_from(const std::string& setting) {

@@ -49,8 +49,20 @@ DecodePrefetch default_decode_prefetch();
 // TuningConfig::decode_prefetch ("" / "auto": the default; "off": 0; a byte count: both).
 DecodePrefetch decode_prefetch_from(const std::string& setting);
 
+// How many 16-row tiles each thread's one-token GEMV over repacked quantized weights reads side
+// by side: that many sequential weight streams per thread (`roofline` measures the read rate of
+// 1, 4 and 8). More streams share each activation block's broadcasts across more tiles; fewer
+// keep the memory side on one stream. 1, 2 or 4 (the AVX2 kernels read at most 2). Process-
+// wide, like decode_prefetch; the default per microarchitecture (default_decode_streams);
+// TuningConfig::decode_streams / LLMWB_DECODE_STREAMS. Every setting computes the same bits.
+int decode_streams();
+void set_decode_streams(int n);
+int default_decode_streams();
+// TuningConfig::decode_streams ("" / "auto": the default; else "1", "2" or "4").
+int decode_streams_from(const std::string& setting);
+
 // Applies an engine's process-wide CPU switches (simd lowers the level where set;
-// decode_prefetch), as each runner does when it is made.
+// decode_prefetch, decode_streams), as each runner does when it is made.
 void apply_process_tuning(const TuningConfig& tuning);
 
 // Below this many multiply-adds a chunk of a matmul is not worth waking another thread for.

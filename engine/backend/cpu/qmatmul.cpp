@@ -151,6 +151,7 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
   thread_local std::vector<qkernels::PackedArgs> args;
   thread_local std::vector<int64_t> off;
   args.assign(outs.size(), {});
+  const int streams = decode_streams();
   off.assign(outs.size() + 1, 0);
   for (size_t i = 0; i < outs.size(); ++i) {
     const PackedQ4& W = *outs[i].W;
@@ -167,6 +168,7 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
     a.y = outs[i].y;
     a.y_stride = W.rows;
     a.prefetch = decode_prefetch().quantized;
+    a.streams = streams;
     off[i + 1] = off[i] + round_up(W.rows, qkernels::kPackRows);
   }
   const qkernels::QActs xa = quantize_activations(pool, x, K, nb, n_tokens);

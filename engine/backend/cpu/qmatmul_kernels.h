@@ -134,6 +134,7 @@ struct PackedArgs {
   float* y = nullptr;           // y[t * y_stride + o]
   int64_t y_stride = 0;
   int64_t prefetch = 1024;      // one token: bytes ahead of each stream prefetched into L1, 0 = none
+  int streams = 4;              // one token: tiles read side by side (1, 2 or 4; AVX2 at most 2)
 };
 
 // The 4-bit types of the first layout above (Q4_0, Q4_1, INT4_G32, INT4_G128).

@@ -416,12 +416,13 @@ void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* n
   else decode_q4<true, R>(a, tile, r, nrows);
 }
 
-// Rows [r0, r1) for one token, kDecodeTiles tiles at a time (fewer at the end).
+// Rows [r0, r1) for one token, a.streams tiles at a time, at most kDecodeTiles (fewer at the end).
 template <DType DT>
 void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  const int64_t side = a.streams < 1 ? 1 : a.streams > kDecodeTiles ? kDecodeTiles : a.streams;
   for (int64_t r = r0; r < r1;) {
     const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
-    const int n = static_cast<int>(tiles < kDecodeTiles ? tiles : kDecodeTiles);
+    const int n = static_cast<int>(tiles < side ? tiles : side);
     int nrows[2 * kDecodeTiles];   // valid rows of each 8-row half
     for (int q = 0; q < 2 * n; ++q) {
       const int64_t valid = r1 - (r + 8 * q);

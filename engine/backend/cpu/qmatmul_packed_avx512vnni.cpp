@@ -252,8 +252,8 @@ inline void tile_tokens_of(const PackedArgs& a, const uint8_t* tile, int64_t r, 
 // ------------------------------------------------------------------------------ decode
 // One token (decode): a GEMV that streams every weight byte once, so what bounds it is how
 // many lines a core keeps in flight and how few instructions a block costs. R adjacent tiles
-// are read side by side as R sequential streams (as the float panels' GEMV reads 4 panels),
-// each line prefetched into L1 PackedArgs::prefetch bytes ahead of where its stream reads (past the
+// (PackedArgs::streams, at most kDecodeTiles) are read side by side as R sequential streams
+// (as the float panels' GEMV reads 4 panels), each line prefetched into L1 PackedArgs::prefetch bytes ahead of where its stream reads (past the
 // 4 KiB page ends, where the hardware prefetchers stop), and the activation block (8 dwords,
 // its scale and offset) is broadcast once per block for all R tiles. Every (row) lane does
 // the float operations of tile_tokens<.., 1> in the same order, so the bits are the same.
@@ -474,12 +474,13 @@ void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmas
   else decode_q4<true, R>(a, tile, r, mask);
 }
 
-// Rows [r0, r1) for one token, kDecodeTiles tiles at a time (fewer at the end).
+// Rows [r0, r1) for one token, a.streams tiles at a time (fewer at the end).
 template <DType DT>
 void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
+  const int64_t side = a.streams < 1 ? 1 : a.streams > kDecodeTiles ? kDecodeTiles : a.streams;
   for (int64_t r = r0; r < r1;) {
     const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
-    const int n = static_cast<int>(tiles < kDecodeTiles ? tiles : kDecodeTiles);
+    const int n = static_cast<int>(tiles < side ? tiles : side);
     __mmask16 mask[kDecodeTiles];
     for (int i = 0; i < n; ++i) {
       const int64_t valid = r1 - (r + kPackRows * i);

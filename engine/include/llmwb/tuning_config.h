@@ -25,6 +25,10 @@ struct TuningConfig {
   // the default for this microarchitecture), "off", or a multiple of 64 up to 16384.
   // Process-wide, like simd. LLMWB_DECODE_PREFETCH.
   std::string decode_prefetch;
+  // CPU: how many 16-row tiles each thread's one-token GEMV over repacked quantized weights
+  // reads side by side (weight streams per thread): "" (auto: per microarchitecture), "1", "2"
+  // or "4". Process-wide, like simd. LLMWB_DECODE_STREAMS.
+  std::string decode_streams;
   // CUDA: pure decode steps replay a captured CUDA graph. LLMWB_CUDA_GRAPHS=0|1.
   bool cuda_graphs = true;
   // CUDA: an NVTX range per layer as well as per phase (for Nsight Systems). LLMWB_NVTX_LAYERS=0|1.
