@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "backend/cpu/matmul.h"
 #include "llmwb/engine.h"
@@ -29,6 +31,13 @@ void expect_refused(TuningConfig& t, const char* name, const char* bad, const st
     EXPECT_NE(std::string(e.what()).find(std::string(name) + ": '" + bad + "' is not one of " + takes), std::string::npos)
         << e.what();
   }
+}
+
+// TuningConfig::from_environment() and what it wrote to stderr.
+std::pair<TuningConfig, std::string> from_environment_and_stderr() {
+  testing::internal::CaptureStderr();
+  TuningConfig t = TuningConfig::from_environment();
+  return {t, testing::internal::GetCapturedStderr()};
 }
 
 std::string value_of(const TuningConfig& t, const std::string& name) {
@@ -82,9 +91,7 @@ TEST(TuningConfig, EachEnvironmentVariableSetsItsSwitch) {
 
 TEST(TuningConfig, AValueNotUnderstoodKeepsTheDefaultAndSaysWhichVariable) {
   ScopedEnv a("LLMWB_CUDA_GRAPHS", "maybe");
-  testing::internal::CaptureStderr();
-  const TuningConfig t = TuningConfig::from_environment();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [t, err] = from_environment_and_stderr();
   EXPECT_TRUE(t.cuda_graphs);
   EXPECT_NE(err.find("LLMWB_CUDA_GRAPHS: 'maybe'"), std::string::npos) << err;
 }
@@ -127,9 +134,7 @@ TEST(TuningConfig, DecodeStreamsTakeOneTwoOrFourAndNameWhatIsWrong) {
   EXPECT_EQ(t.decode_streams, "");
   for (const char* bad : {"0", "3", "8", "-1", "one", "04"}) expect_refused(t, "decode_streams", bad, "auto, 1, 2 or 4");
   ScopedEnv a("LLMWB_DECODE_STREAMS", "3");
-  testing::internal::CaptureStderr();
-  const TuningConfig env = TuningConfig::from_environment();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [env, err] = from_environment_and_stderr();
   EXPECT_EQ(env.decode_streams, "");
   EXPECT_NE(err.find("LLMWB_DECODE_STREAMS: '3'"), std::string::npos) << err;
 }
@@ -138,9 +143,7 @@ TEST(TuningConfig, AnUnderstoodPrefetchVariableIsKeptAndABadOneNamed) {
   ScopedEnv a("LLMWB_DECODE_PREFETCH", "4096");
   EXPECT_EQ(TuningConfig::from_environment().decode_prefetch, "4096");
   ScopedEnv b("LLMWB_DECODE_PREFETCH", "near");
-  testing::internal::CaptureStderr();
-  const TuningConfig t = TuningConfig::from_environment();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [t, err] = from_environment_and_stderr();
   EXPECT_EQ(t.decode_prefetch, "");
   EXPECT_NE(err.find("LLMWB_DECODE_PREFETCH: 'near'"), std::string::npos) << err;
 }

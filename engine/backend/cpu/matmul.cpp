@@ -119,20 +119,29 @@ int default_decode_streams() {
 }
 
 namespace {
+// Unset (-1 / 0) until the first read takes the LLMWB_* defaults; a set_* before it wins.
 std::atomic<int64_t> g_prefetch_quantized{-1}, g_prefetch_floats{-1};
+std::atomic<int> g_decode_streams{0};
 
-void init_prefetch() {
-  if (g_prefetch_quantized.load(std::memory_order_relaxed) >= 0) return;
-  const DecodePrefetch d = decode_prefetch_from(TuningConfig::from_environment().decode_prefetch);
-  int64_t unset = -1;
-  g_prefetch_quantized.compare_exchange_strong(unset, d.quantized);
-  unset = -1;
-  g_prefetch_floats.compare_exchange_strong(unset, d.floats);
+// The decode switches' defaults from the environment, read once for all of them.
+void init_decode_switches() {
+  static const bool done = [] {
+    const TuningConfig t = TuningConfig::from_environment();
+    const DecodePrefetch d = decode_prefetch_from(t.decode_prefetch);
+    int64_t unset = -1;
+    g_prefetch_quantized.compare_exchange_strong(unset, d.quantized);
+    unset = -1;
+    g_prefetch_floats.compare_exchange_strong(unset, d.floats);
+    int none = 0;
+    g_decode_streams.compare_exchange_strong(none, decode_streams_from(t.decode_streams));
+    return true;
+  }();
+  (void)done;
 }
 }  // namespace
 
 DecodePrefetch decode_prefetch() {
-  init_prefetch();
+  init_decode_switches();
   return {g_prefetch_quantized.load(std::memory_order_relaxed), g_prefetch_floats.load(std::memory_order_relaxed)};
 }
 
@@ -141,15 +150,8 @@ void set_decode_prefetch(DecodePrefetch p) {
   g_prefetch_floats.store(p.floats, std::memory_order_relaxed);
 }
 
-namespace {
-std::atomic<int> g_decode_streams{0};   // 0: not read from the environment yet
-}  // namespace
-
 int decode_streams() {
-  int n = g_decode_streams.load(std::memory_order_relaxed);
-  if (n > 0) return n;
-  int unset = 0;
-  g_decode_streams.compare_exchange_strong(unset, decode_streams_from(TuningConfig::from_environment().decode_streams));
+  init_decode_switches();
   return g_decode_streams.load(std::memory_order_relaxed);
 }
 
