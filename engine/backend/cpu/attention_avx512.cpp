@@ -16,6 +16,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/exp_avx512.h"
 #include "backend/cpu/hsum_avx512.h"
+#include "backend/cpu/prefetch.h"
 #include "memory/huge_page_allocator.h"
 
 namespace llmwb::cpu::kernels {
@@ -223,7 +224,7 @@ inline void score_quarter(const float* qt, const float* const* kp, int hd, __m51
 constexpr int kPrefetchKeys = 8;
 
 inline void prefetch_row(const float* row, int floats) {
-  for (int i = 0; i < floats; i += 16) _mm_prefetch(reinterpret_cast<const char*>(row + i), _MM_HINT_T0);
+  for (int i = 0; i < floats; i += 16) prefetch_t0(row + i);
 }
 
 template <int J>
@@ -288,8 +289,8 @@ inline void wsum_lanes(const float* const* vrows, const float* pt, const int* ct
     if constexpr (kPrefetch) {   // the first group's pass brings the V columns in (see scores_lanes)
       if (j + kPrefetchKeys + 1 < cmin) {
         for (int v = 0; v < NV; ++v) {
-          _mm_prefetch(reinterpret_cast<const char*>(vrows[j + kPrefetchKeys] + c0 + 16 * v), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(vrows[j + kPrefetchKeys + 1] + c0 + 16 * v), _MM_HINT_T0);
+          prefetch_t0(vrows[j + kPrefetchKeys] + c0 + 16 * v);
+          prefetch_t0(vrows[j + kPrefetchKeys + 1] + c0 + 16 * v);
         }
       }
     }

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend/cpu/fpanel_kernels.h"
+#include "backend/cpu/prefetch.h"
 
 namespace llmwb::cpu::fpanel {
 
@@ -64,7 +65,7 @@ void gemv_tile(const Args& a, int64_t p, int64_t t0) {
     if (a.prefetch != 0 && ((k * step) & 63) == 0) {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(w[i] + k * step + a.prefetch), _MM_HINT_T0);
+        prefetch_t0(w[i] + k * step + a.prefetch);
     }
     __m512 wv[R];
 #pragma GCC unroll 8
@@ -151,11 +152,11 @@ void gemm_tile(const float* w0, int64_t pstride, const float* xb, int64_t kn, fl
   for (int64_t k = 0; k < kn; ++k) {
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i)
-      _mm_prefetch(reinterpret_cast<const char*>(w[i] + (k + kGemmPrefetch) * 16), _MM_HINT_T0);
+      prefetch_t0(w[i] + (k + kGemmPrefetch) * 16);
     if (k < R * C && ynext != nullptr) {
-      _mm_prefetch(reinterpret_cast<const char*>(ynext + (k / R) * ys + (k % R) * 16), _MM_HINT_T0);
+      prefetch_t0(ynext + (k / R) * ys + (k % R) * 16);
     } else if (left > 0) {
-      _mm_prefetch(pp, _MM_HINT_T1);
+      prefetch_t1(pp);
       pp += 64;
       left -= 64;
       if (left <= 0 && which == 0) {

@@ -99,12 +99,15 @@ bool amd_zen4() {
 
 DecodePrefetch default_decode_prefetch() {
   // Measured per microarchitecture with `roofline --kernels` paired shares and `bench --read`
-  // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture"). Intel Xeon and AMD
-  // Zen 5: every line 1 KiB ahead into L1, past the 4 KiB page ends where the hardware
-  // prefetchers stop. AMD Zen 4 (family 25 with AVX-512): the float panels' GEMV without
-  // software prefetch (the kernel +24 % of the read beside it, whole F16 decodes 1.29x); the
-  // quantized tiles keep 1 KiB (their kernels gained alone, whole decodes did not: Q6_K 0.93x).
+  // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture"). The float panels'
+  // GEMV: on Intel Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB page ends
+  // where the hardware prefetchers stop; on AMD Zen 4 (family 25 with AVX-512) none (the kernel
+  // +24 % of the read beside it, whole F16 decodes 1.29x). The repacked quantized tiles: none
+  // anywhere. Their prefetches were compiled away until prefetch.h, so every quantized figure
+  // measured so far ran without one, and on AMD Zen 4 1 KiB ahead costs 2-40 % (Q8_0 most;
+  // "Quantized decode with a working prefetch"); `--tuning decode_prefetch=1024` tries it.
   DecodePrefetch d;
+  d.quantized = 0;
   if (amd_zen4()) d.floats = 0;
   return d;
 }

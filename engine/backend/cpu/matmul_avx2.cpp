@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/prefetch.h"
 
 namespace llmwb::cpu::kernels {
 namespace avx2 {

@@ -13,6 +13,7 @@
 
 #include "backend/cpu/hsum_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/prefetch.h"
 
 namespace llmwb::cpu::kernels {
 namespace avx512 {

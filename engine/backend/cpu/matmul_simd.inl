@@ -105,7 +105,7 @@ inline void dot_tile(const uint8_t* const* wr, const float* const* xt, int64_t K
     for (; k + W <= K; k += W) {
       if (pf != nullptr && ((k * eb) & 63) == 0) {   // once per cache line of each row
 #pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) _mm_prefetch(reinterpret_cast<const char*>(pf + i * rb + k * eb), _MM_HINT_T1);
+        for (int i = 0; i < RR; ++i) prefetch_t1(pf + i * rb + k * eb);
       }
       reg xv[TT];
 #pragma GCC unroll 16
@@ -239,7 +239,7 @@ void chunk_tile(const float* wp, const float* xb, int64_t k0, int64_t k1, float*
   int64_t pfo = 0;
   for (int64_t k = k0; k < k1; k += W, xb += LT * W) {
     if (pfo < pfx_bytes) {
-      _mm_prefetch(pfx + pfo, _MM_HINT_T1);
+      prefetch_t1(pfx + pfo);
       pfo += 64;
     }
     // Hold the shorter side of the tile in registers, stream the longer one.
@@ -324,14 +324,14 @@ struct SpreadPrefetch {
   void issue() {
     for (int64_t n = per_call; n > 0; --n) {
       if (yi < ny) {
-        _mm_prefetch(y[yi] + imin(yoff, ybytes - 1), _MM_HINT_T0);
+        prefetch_t0(y[yi] + imin(yoff, ybytes - 1));
         yoff += 64;
         if (yoff >= ybytes + 63) {
           yoff = 0;
           ++yi;
         }
       } else if (woff < wend) {
-        _mm_prefetch(w + woff, _MM_HINT_T1);
+        prefetch_t1(w + woff);
         woff += 64;
       } else {
         return;

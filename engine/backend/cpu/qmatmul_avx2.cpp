@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/prefetch.h"
 #include "backend/cpu/qmatmul_kernels.h"
 
 namespace llmwb::cpu::qkernels {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/prefetch.h"
 #include "backend/cpu/qmatmul_kernels.h"
 
 namespace llmwb::cpu::qkernels {
@@ -23,7 +24,7 @@ inline __m256i bcast_dword(const int8_t* p) {
 // stop at 4 KiB page boundaries; so while a group is multiplied, the same group of the next
 // tile (a tile ahead: above the latency-bandwidth product, far below L2) is prefetched into L2.
 inline void prefetch_group(const uint8_t* p, uint64_t bytes) {
-  for (uint64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T1);
+  for (uint64_t o = 0; o < bytes; o += 64) prefetch_t1(p + o);
 }
 
 // Rows [r, r + n) (n <= 8) of half `h` of a tile x tokens [t0, t0 + TT).
@@ -250,7 +251,7 @@ template <int Lines>
 inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
   if (ahead == 0) return;
 #pragma GCC unroll 16
-  for (int l = 0; l < Lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + ahead + 64 * l), _MM_HINT_T0);
+  for (int l = 0; l < Lines; ++l) prefetch_t0(p + ahead + 64 * l);
 }
 
 // The Q4_0 / Q4_1 / INT4 family (half_tokens).

@@ -225,7 +225,7 @@ inline void tile1(const QArgs& a, int64_t nfull, int64_t r, int64_t t0) {
   for (int64_t b = 0; b < nfull; ++b) {
 #pragma GCC unroll 8
     for (int i = 0; i < RR; ++i) {
-      _mm_prefetch(reinterpret_cast<const char*>(row[i] + ahead + b * bytes_per_block), _MM_HINT_T0);
+      prefetch_t0(row[i] + ahead + b * bytes_per_block);
       decode<DT>(row[i], b, &w[i], &ks[i]);
     }
     accumulate(b, w);
@@ -321,7 +321,7 @@ inline void tile_row_pairs(const QArgs& a, int64_t nfull, int64_t r, int64_t t0)
   for (int64_t b = 0; b < nfull; ++b) {
 #pragma GCC unroll 8
     for (int i = 0; i < RR; ++i) {
-      _mm_prefetch(reinterpret_cast<const char*>(row[i] + ahead + b * bytes_per_block), _MM_HINT_T0);
+      prefetch_t0(row[i] + ahead + b * bytes_per_block);
       decode<DT>(row[i], b, &w[i], &ks[i]);
     }
     accumulate(b, w);
