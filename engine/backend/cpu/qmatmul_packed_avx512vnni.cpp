@@ -138,6 +138,47 @@ inline __m512 bytes_to_ps(const uint8_t* p, bool is_signed) {
   return _mm512_cvtepi32_ps(is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v));
 }
 
+// vpternlogd immediate for c ? a : b (a = 0xF0, b = 0xCC, c = 0xAA): with c = 0x0F in every
+// byte, bits 0-3 come from a and bits 4-7 from b, so a nibble and its top bits (at bits 4-5,
+// the rest of b zero) merge in one instruction.
+constexpr int kSelect = 0xE4;
+
+// Q5_K: the fifth bits of chunk v's low (high = false: bit v of each byte) or high elements
+// (bit 4 + v) at bit 4, the rest zero.
+inline __m512i q5_top(__m512i hb, int v, bool high) {
+  const __m512i t = high ? (v == 0 ? hb : _mm512_srli_epi16(hb, v)) : _mm512_slli_epi16(hb, 4 - v);
+  return _mm512_and_si512(t, _mm512_set1_epi8(0x10));
+}
+
+// Q6_K: the top two bits of chunk v's low (bits 4 (v & 1), + 1 of its plane's bytes) or high
+// elements (4 (v & 1) + 2, + 3) at bits 4-5, the rest zero.
+inline __m512i q6_top(__m512i hb, int v, bool high) {
+  const int s = 4 * (v & 1) + (high ? 2 : 0);
+  const __m512i t = s == 4 ? hb : s > 4 ? _mm512_srli_epi16(hb, s - 4) : _mm512_slli_epi16(hb, 4 - s);
+  return _mm512_and_si512(t, _mm512_set1_epi8(0x30));
+}
+
+// One k-quant block's eight vpdpbusd operands (layouts in qmatmul_kernels.h): lo[v] / hi[v]
+// the low / high elements of chunk v. Q4_K's hi stay 16 q (see tile_tokens).
+template <DType DT>
+inline void unpack_k(const uint8_t* blk, __m512i* lo, __m512i* hi) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) {
+    const __m512i w = _mm512_loadu_si512(blk + 64 * v);
+    if constexpr (DT == DType::Q4_K) {
+      lo[v] = _mm512_and_si512(w, low);
+      hi[v] = _mm512_andnot_si512(low, w);
+    } else {
+      const __m512i hb = _mm512_loadu_si512(blk + 256 + (DT == DType::Q6_K ? 64 * (v >> 1) : 0));
+      const __m512i tl = DT == DType::Q6_K ? q6_top(hb, v, false) : q5_top(hb, v, false);
+      const __m512i th = DT == DType::Q6_K ? q6_top(hb, v, true) : q5_top(hb, v, true);
+      lo[v] = _mm512_ternarylogic_epi32(w, tl, low, kSelect);
+      hi[v] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), th, low, kSelect);
+    }
+  }
+}
+
 // The k-quants (layouts in qmatmul_kernels.h): a group is a super-block of eight blocks whose
 // per-row sub-block scales (bytes) become float vectors once per block for all TT tokens.
 template <DType DT, int TT>
@@ -159,7 +200,6 @@ inline void tile_tokens_k(const PackedArgs& a, const uint8_t* tile, int64_t r, i
     xc[j] = a.x.c + (t0 + j) * a.nb;
     xs[j] = a.x.s16 + (t0 + j) * 2 * a.nb;
   }
-  const __m512i low = _mm512_set1_epi8(0x0F);
   const int64_t ng = a.nb / 8;
   for (int64_t g = 0; g < ng; ++g) {
     const uint8_t* grp = tile + g * a.group_bytes;
@@ -174,28 +214,7 @@ inline void tile_tokens_k(const PackedArgs& a, const uint8_t* tile, int64_t r, i
       const uint8_t* blk = grp + kHead + jb * kBlock;
       if (pfg != nullptr) prefetch_group(pfg + kHead + jb * kBlock, kBlock);
       __m512i lo[4], hi[4];
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) {
-        const __m512i w = _mm512_loadu_si512(blk + 64 * v);
-        if constexpr (DT == DType::Q4_K) {
-          lo[v] = _mm512_and_si512(w, low);
-          hi[v] = _mm512_andnot_si512(low, w);   // 16 q: the sum shifted back (see tile_tokens)
-        } else if constexpr (kQ5) {
-          const __m512i hb = _mm512_loadu_si512(blk + 256);
-          const __m512i bit4 = _mm512_set1_epi8(0x10);
-          lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - v), bit4));
-          hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low),
-                                  _mm512_and_si512(_mm512_srli_epi16(hb, v), bit4));
-        } else {
-          const __m512i hb = _mm512_loadu_si512(blk + 256 + 64 * (v >> 1));
-          const __m512i bits = _mm512_set1_epi8(0x30);
-          // Chunk v's top bits at 4 (v & 1) (low nibbles) and 4 (v & 1) + 2 (high) to bits 4-5.
-          const __m512i hl = (v & 1) ? hb : _mm512_slli_epi16(hb, 4);
-          const __m512i hh = (v & 1) ? _mm512_srli_epi16(hb, 2) : _mm512_slli_epi16(hb, 2);
-          lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(hl, bits));
-          hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low), _mm512_and_si512(hh, bits));
-        }
-      }
+      unpack_k<DT>(blk, lo, hi);
       __m512 d0, d1;
       if constexpr (kQ6) {
         d0 = _mm512_mul_ps(d, bytes_to_ps(grp + 32 + 32 * jb, true));
@@ -377,7 +396,6 @@ void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask
   __m512 acc[R], macc[R];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi8(0x0F);
   const uint64_t tb = a.tile_bytes;
   const int64_t ng = a.nb / 8;
   for (int64_t g = 0; g < ng; ++g) {
@@ -410,27 +428,7 @@ void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask
         const uint8_t* blk = g0 + kHead + jb * kBlock;
         prefetch_l1<kBlock / 64>(blk, a.prefetch);
         __m512i lo[4], hi[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
-          const __m512i w = _mm512_loadu_si512(blk + 64 * v);
-          if constexpr (DT == DType::Q4_K) {
-            lo[v] = _mm512_and_si512(w, low);
-            hi[v] = _mm512_andnot_si512(low, w);   // 16 q: the sum shifted back (tile_tokens)
-          } else if constexpr (kQ5) {
-            const __m512i hb = _mm512_loadu_si512(blk + 256);
-            const __m512i bit4 = _mm512_set1_epi8(0x10);
-            lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - v), bit4));
-            hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low),
-                                    _mm512_and_si512(_mm512_srli_epi16(hb, v), bit4));
-          } else {
-            const __m512i hb = _mm512_loadu_si512(blk + 256 + 64 * (v >> 1));
-            const __m512i bits = _mm512_set1_epi8(0x30);
-            const __m512i hl = (v & 1) ? hb : _mm512_slli_epi16(hb, 4);
-            const __m512i hh = (v & 1) ? _mm512_srli_epi16(hb, 2) : _mm512_slli_epi16(hb, 2);
-            lo[v] = _mm512_or_si512(_mm512_and_si512(w, low), _mm512_and_si512(hl, bits));
-            hi[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w, 4), low), _mm512_and_si512(hh, bits));
-          }
-        }
+        unpack_k<DT>(blk, lo, hi);
         if constexpr (kQ6) {
           const __m512 d0 = _mm512_mul_ps(d[i], bytes_to_ps(g0 + 32 + 32 * jb, true));
           const __m512 d1 = _mm512_mul_ps(d[i], bytes_to_ps(g0 + 32 + 32 * jb + 16, true));
