@@ -98,16 +98,16 @@ bool amd_zen4() {
 }  // namespace
 
 DecodePrefetch default_decode_prefetch() {
-  // Measured per microarchitecture with `roofline --kernels` paired shares and `bench --read`
-  // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture"). The float panels'
-  // GEMV: on Intel Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB page ends
-  // where the hardware prefetchers stop; on AMD Zen 4 (family 25 with AVX-512) none (the kernel
-  // +24 % of the read beside it, whole F16 decodes 1.29x). The repacked quantized tiles: none
-  // anywhere. Their prefetches were compiled away until prefetch.h, so every quantized figure
-  // measured so far ran without one, and on AMD Zen 4 1 KiB ahead costs 2-40 % (Q8_0 most;
-  // "Quantized decode with a working prefetch"); `--tuning decode_prefetch=1024` tries it.
+  // Measured per microarchitecture with `bench --read` A/Bs (docs/BENCHMARKS.md, "Decode
+  // prefetch per microarchitecture", "Quantized decode with a working prefetch"). The float
+  // panels' GEMV: on Intel Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB
+  // page ends where the hardware prefetchers stop; on AMD Zen 4 (family 25 with AVX-512) none
+  // (whole F16 decodes 1.29x). The repacked quantized tiles: on AMD Zen 4 the next two lines
+  // (128 bytes ahead: whole decodes Q8_0 1.10x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M 1.02x over none;
+  // 512 B and more ahead slower than none); elsewhere none, as every figure there was measured
+  // (the tiles' prefetches were compiled away before prefetch.h).
   DecodePrefetch d;
-  d.quantized = 0;
+  d.quantized = amd_zen4() ? 128 : 0;
   if (amd_zen4()) d.floats = 0;
   return d;
 }
