@@ -33,6 +33,7 @@
 #include "command.h"
 #include "json_output.h"
 #include "llmwb/stats.h"
+#include "llmwb/tuning_config.h"
 #include "llmwb/errors.h"
 #include "format/tensor.h"
 #include "memory/page_buffer.h"
@@ -176,6 +177,19 @@ struct KernelResult {
   // Decode rows: the median over repetitions of the repetition's GB/s over the mean of the read
   // passes just before and after it (ReadProbe), and the lowest and highest of those shares.
   double paired = 0, paired_lo = 0, paired_hi = 0;
+  // --prefetch-ab: per decode_prefetch setting, the median GB/s and the median (lowest,
+  // highest) over repetitions of its time's ratio to the first setting's in the same round.
+  struct Ab {
+    std::string setting;
+    double gbps = 0, ratio = 0, ratio_lo = 0, ratio_hi = 0;
+  };
+  std::vector<Ab> ab;
+};
+
+// One --prefetch-ab setting: its text (as decode_prefetch takes it) and the distances.
+struct PrefetchSetting {
+  std::string text;
+  cpu::DecodePrefetch distances;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -196,7 +210,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 // to exceed `working_set` bytes, so every call streams its matrix from memory as in a real
 // forward pass rather than from a cache that happens to hold a whole matrix.
 KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int64_t cols, DType dt,
-                         int64_t tokens, uint64_t working_set, int reps, cpu::ReadProbe* probe) {
+                         int64_t tokens, uint64_t working_set, int reps, cpu::ReadProbe* probe,
+                         const std::vector<PrefetchSetting>& ab) {
   const uint64_t row_bytes = dtype_row_bytes(dt, cols);
   const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
   const uint64_t want = tokens == 1 ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
@@ -285,16 +300,44 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
     k.paired_lo = *std::min_element(shares.begin(), shares.end());
     k.paired_hi = *std::max_element(shares.begin(), shares.end());
   }
+  // Decode prefetch A/B: every setting once per round, in reverse order every other round, so
+  // a host whose memory rate drifts hits each setting alike; ratios are taken within a round.
+  if (tokens == 1 && ab.size() >= 2 && (!packed.empty() || !panels.empty())) {
+    const cpu::DecodePrefetch before = cpu::decode_prefetch();
+    std::vector<std::vector<double>> secs(ab.size());
+    for (int r = 0; r < reps; ++r) {
+      for (size_t n = 0; n < ab.size(); ++n) {
+        const size_t i = r % 2 ? ab.size() - 1 - n : n;
+        cpu::set_decode_prefetch(ab[i].distances);
+        const auto t0 = Clock::now();
+        run_all();
+        secs[i].push_back(seconds_since(t0) / copies);
+      }
+    }
+    cpu::set_decode_prefetch(before);
+    for (size_t i = 0; i < ab.size(); ++i) {
+      std::vector<double> ratio;
+      for (int r = 0; r < reps; ++r) ratio.push_back(secs[0][static_cast<size_t>(r)] / secs[i][static_cast<size_t>(r)]);
+      KernelResult::Ab x;
+      x.setting = ab[i].text;
+      x.gbps = static_cast<double>(mat_bytes) / median(secs[i]) / 1e9;
+      x.ratio = median(ratio);
+      x.ratio_lo = *std::min_element(ratio.begin(), ratio.end());
+      x.ratio_hi = *std::max_element(ratio.begin(), ratio.end());
+      k.ab.push_back(x);
+    }
+  }
   return k;
 }
 
 int run_roofline(const std::vector<std::string>& argv) {
-  Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set"}, {"json", "kernels"});
+  Args a(argv, {"threads", "array-size", "reps", "dtypes", "tokens", "working-set", "prefetch-ab"}, {"json", "kernels"});
   const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
   const uint64_t array_bytes = a.bytes("array-size", cpu::default_read_buffer_bytes());
   const int reps = static_cast<int>(a.integer("reps", 5, 1, 1000));
   const bool json = a.flag("json");
   if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
+  if (a.has("prefetch-ab") && !a.flag("kernels")) throw UsageError("--prefetch-ab: times the --kernels decode rows; add --kernels");
 
   ThreadPool pool(threads);
   const int nth = pool.size();
@@ -317,6 +360,19 @@ int run_roofline(const std::vector<std::string>& argv) {
     }
     const std::vector<int64_t> tokens = a.int_list("tokens", {1, 128, 512});
     const uint64_t working_set = a.bytes("working-set", uint64_t{1} << 30);
+    std::vector<PrefetchSetting> ab;
+    if (a.has("prefetch-ab")) {
+      for (const std::string& v : split_commas(a.str("prefetch-ab"))) {
+        TuningConfig t;
+        try {
+          t.set("decode_prefetch", v);
+        } catch (const Error& e) {
+          throw UsageError(std::string("--prefetch-ab: ") + e.what());
+        }
+        ab.push_back({v, cpu::decode_prefetch_from(t.decode_prefetch)});
+      }
+      if (ab.size() < 2) throw UsageError("--prefetch-ab: give at least two settings, e.g. off,128,1024");
+    }
     // tinyllama-1.1b: dim 2048, hidden 5632, vocab 32000.
     struct Shape {
       const char* label;
@@ -336,7 +392,7 @@ int run_roofline(const std::vector<std::string>& argv) {
     for (DType dt : dtypes) {
       for (const Shape& s : shapes) {
         for (int64_t t : tokens) {
-          kernels.push_back(time_matmul(pool, s.label, s.rows, s.cols, dt, t, working_set, reps, probe.get()));
+          kernels.push_back(time_matmul(pool, s.label, s.rows, s.cols, dt, t, working_set, reps, probe.get(), ab));
           if (!json) std::fprintf(stderr, ".");
         }
       }
@@ -370,6 +426,13 @@ int run_roofline(const std::vector<std::string>& argv) {
       if (k.tokens == 1) {
         ks.back()["paired_fraction_of_read_bw"] = k.paired;
         ks.back()["paired_fraction_range"] = {k.paired_lo, k.paired_hi};
+      }
+      if (!k.ab.empty()) {
+        nlohmann::json abj = nlohmann::json::array();
+        for (const KernelResult::Ab& x : k.ab)
+          abj.push_back({{"decode_prefetch", x.setting}, {"weight_gbps", x.gbps}, {"speed_ratio_to_first", x.ratio},
+                         {"speed_ratio_range", {x.ratio_lo, x.ratio_hi}}});
+        ks.back()["prefetch_ab"] = abj;
       }
     }
     if (a.flag("kernels")) j["kernels"] = ks;
@@ -407,13 +470,27 @@ int run_roofline(const std::vector<std::string>& argv) {
       std::printf("| %-22s | %-5s | %6lld | %9.3f | %8.2f | %9.1f | %8.1f%% | %-20s |\n", k.matrix.c_str(),
                   k.dtype.c_str(), static_cast<long long>(k.tokens), k.ms, k.gbps, k.gflops, 100.0 * frac, pairs);
     }
+    bool any_ab = false;
+    for (const KernelResult& k : kernels) any_ab = any_ab || !k.ab.empty();
+    if (any_ab) {
+      std::printf("\ndecode prefetch A/B (settings interleaved per repetition; speed over the first setting's, "
+                  "median (lowest-highest)):\n");
+      for (const KernelResult& k : kernels) {
+        if (k.ab.empty()) continue;
+        std::printf("  %-22s %-5s", k.matrix.c_str(), k.dtype.c_str());
+        for (const KernelResult::Ab& x : k.ab)
+          std::printf("  %s %.2f GB/s %.2fx (%.2f-%.2f);", x.setting.c_str(), x.gbps, x.ratio, x.ratio_lo, x.ratio_hi);
+        std::printf("\n");
+      }
+    }
   }
   return 0;
 }
 
 const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate of this machine (the roofline ceilings)",
                                "[--threads N] [--array-size 512M] [--reps 5] [--json]\n"
-                               "       [--kernels [--dtypes F32,F16] [--tokens 1,128,512] [--working-set 1G]]\n"
+                               "       [--kernels [--dtypes F32,F16] [--tokens 1,128,512] [--working-set 1G]\n"
+                               "        [--prefetch-ab off,128,1024]]\n"
                                "  --threads N        threads (default: all)\n"
                                "  --array-size SIZE  bytes per STREAM array (default 512M, or twice the L3 if bigger; keep\n"
                                "                     it far above the L3)\n"
@@ -426,6 +503,9 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "                     repacked, as the engine runs them)\n"
                                "  --tokens LIST      token counts for --kernels: 1 = decode GEMV, more = prefill GEMM\n"
                                "  --working-set SIZE decode weights rotate over copies totalling this (default 1G)\n"
+                               "  --prefetch-ab LIST decode rows also run under each decode_prefetch setting (auto, off or\n"
+                               "                     bytes), interleaved in every repetition, with each one's speed over\n"
+                               "                     the first's: the per-microarchitecture tuning measurement\n"
                                "  --json             print one JSON object instead of the table",
                                &run_roofline});
 
