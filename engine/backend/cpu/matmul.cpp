@@ -103,8 +103,8 @@ DecodePrefetch default_decode_prefetch() {
   // panels' GEMV: on Intel Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB
   // page ends where the hardware prefetchers stop; on AMD Zen 4 (family 25 with AVX-512) none
   // (whole F16 decodes 1.29x). The repacked quantized tiles: on AMD Zen 4 the next two lines
-  // (128 bytes ahead: whole decodes Q8_0 1.10x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M 1.02x over none;
-  // 512 B and more ahead slower than none); elsewhere none, as every figure there was measured
+  // (128 bytes ahead: whole decodes Q4_0 1.08x, Q8_0 1.07x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M
+  // 1.02x over none; 1 KiB slower than none); elsewhere none, as every figure there was measured
   // (the tiles' prefetches were compiled away before prefetch.h).
   DecodePrefetch d;
   d.quantized = amd_zen4() ? 128 : 0;
