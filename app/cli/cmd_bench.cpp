@@ -43,6 +43,7 @@
 #include "backend/cpu/read_peak.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
+#include "cpu_info.h"
 #include "llmwb/stats.h"
 #include "engine_flags.h"
 #include "json_output.h"
@@ -305,6 +306,14 @@ int run_bench(const std::vector<std::string>& argv) {
   }
 
   const std::string model = base_name(info.path.empty() ? cfg.model : info.path);
+  // What ran: the CPU, the tuning switches as set, and where the CPU backend runs, the decode
+  // switches' values in effect ("auto" resolved per microarchitecture).
+  const CpuInfo cpu = cpu_info();
+  nlohmann::json tuning = nlohmann::json::object();
+  for (const auto& [k, v] : info.tuning) tuning[k] = v;
+  const bool on_cpu = cfg.backend == "cpu";
+  const cpu::DecodePrefetch prefetch = cpu::decode_prefetch();
+  const int streams = cpu::decode_streams();
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const TestResult& r : results) {
@@ -324,6 +333,12 @@ int run_bench(const std::vector<std::string>& argv) {
                           {"samples_ts", r.samples_ts},
                           {"flops_per_token", r.flops_per_token},
                           {"median_gflops", r.gflops()}};
+      cpu.add_to(j);
+      j["tuning"] = tuning;
+      if (on_cpu)
+        j["cpu_decode"] = {{"prefetch_quantized_bytes", prefetch.quantized},
+                           {"prefetch_floats_bytes", prefetch.floats},
+                           {"streams", streams}};
       if (with_peak) {
         j["peak_gflops_before"] = r.peak_before;
         j["peak_gflops_after"] = r.peak_after;
@@ -420,6 +435,14 @@ int run_bench(const std::vector<std::string>& argv) {
                     100.0 * r.spec.acceptance_rate(), r.spec.mean_acceptance_length(),
                     1e3 * r.draft_seconds / static_cast<double>(r.steps),
                     1e3 * r.forward_seconds / static_cast<double>(r.steps));
+  std::string switches;
+  for (const auto& [k, v] : info.tuning) switches += (switches.empty() ? "" : ", ") + k + " " + v;
+  std::printf("cpu: %s; tuning: %s", cpu.describe().c_str(), switches.c_str());
+  if (on_cpu)
+    std::printf("; decode prefetch %lld / %lld bytes ahead (quantized / float weights), %d stream%s per thread",
+                static_cast<long long>(prefetch.quantized), static_cast<long long>(prefetch.floats), streams,
+                streams == 1 ? "" : "s");
+  std::printf("\n");
   if (probe)
     for (const TestResult& r : results)
       if (!r.reads.empty())

@@ -31,6 +31,7 @@
 #include "backend/cpu/read_peak.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
+#include "cpu_info.h"
 #include "json_output.h"
 #include "llmwb/stats.h"
 #include "llmwb/tuning_config.h"
@@ -47,17 +48,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string cpu_model_name() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown CPU";
-}
 
 // Arrays of floats on 2 MiB pages (as the engine's repacked weights are), never touched
 // before the parallel first-touch fill, so that each thread's share lives in memory near the
@@ -403,7 +393,7 @@ int run_roofline(const std::vector<std::string>& argv) {
   const double peak_all = peaks.back();
   if (json) {
     nlohmann::json j;
-    j["cpu"] = cpu_model_name();
+    cpu_info().add_to(j);
     j["simd"] = cpu::simd_level_name(level);
     j["threads"] = nth;
     j["array_bytes"] = array_bytes;
@@ -439,7 +429,7 @@ int run_roofline(const std::vector<std::string>& argv) {
     std::printf("%s\n", dump_json(j, 2).c_str());
     return 0;
   }
-  std::printf("cpu: %s, simd %s, %d threads\n", cpu_model_name().c_str(), cpu::simd_level_name(level), nth);
+  std::printf("cpu: %s, simd %s, %d threads\n", cpu_info().describe().c_str(), cpu::simd_level_name(level), nth);
   std::printf("memory bandwidth (3 arrays x %.0f MiB, best of %d):\n", static_cast<double>(array_bytes) / (1 << 20),
               reps);
   std::printf("  copy  %8.2f GB/s\n  read  %8.2f GB/s  (best pattern: %s)\n  triad %8.2f GB/s\n", bw.copy, bw.read,
