@@ -39,6 +39,7 @@
 
 #include "args.h"
 #include "backend/cpu/fma_peak.h"
+#include "backend/cpu/fpanel.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/read_peak.h"
 #include "backend/cpu/thread_pool.h"
@@ -306,14 +307,22 @@ int run_bench(const std::vector<std::string>& argv) {
   }
 
   const std::string model = base_name(info.path.empty() ? cfg.model : info.path);
-  // What ran: the CPU, the tuning switches as set, and where the CPU backend runs, the decode
-  // switches' values in effect ("auto" resolved per microarchitecture).
+  // What ran: the CPU, the tuning switches as set, and where the CPU backend runs, what its
+  // decode kernels do with them ("auto" resolved per microarchitecture; the AVX2 kernels read
+  // at most 2 streams, the scalar ones 1 without prefetch; the float distance only where the
+  // float weights run as panels).
   const CpuInfo cpu = cpu_info();
   nlohmann::json tuning = nlohmann::json::object();
   for (const auto& [k, v] : info.tuning) tuning[k] = v;
   const bool on_cpu = cfg.backend == "cpu";
-  const cpu::DecodePrefetch prefetch = cpu::decode_prefetch();
-  const int streams = cpu::decode_streams();
+  const cpu::SimdLevel level = cpu::simd_level();
+  const bool simd = level != cpu::SimdLevel::Scalar;
+  const bool panels = cpu::panel_kernels_active() && cfg.tuning.float_panels;
+  const int64_t prefetch_q = simd ? cpu::decode_prefetch().quantized : 0;
+  const int64_t prefetch_f = cpu::decode_prefetch().floats;
+  const int streams = level == cpu::SimdLevel::Avx512 ? std::min(cpu::decode_streams(), 4)
+                      : level == cpu::SimdLevel::Avx2 ? std::min(cpu::decode_streams(), 2)
+                                                      : 1;
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const TestResult& r : results) {
@@ -335,10 +344,10 @@ int run_bench(const std::vector<std::string>& argv) {
                           {"median_gflops", r.gflops()}};
       cpu.add_to(j);
       j["tuning"] = tuning;
-      if (on_cpu)
-        j["cpu_decode"] = {{"prefetch_quantized_bytes", prefetch.quantized},
-                           {"prefetch_floats_bytes", prefetch.floats},
-                           {"streams", streams}};
+      if (on_cpu) {
+        j["cpu_decode"] = {{"prefetch_quantized_bytes", prefetch_q}, {"streams", streams}};
+        if (panels) j["cpu_decode"]["prefetch_float_panels_bytes"] = prefetch_f;
+      }
       if (with_peak) {
         j["peak_gflops_before"] = r.peak_before;
         j["peak_gflops_after"] = r.peak_after;
@@ -438,10 +447,11 @@ int run_bench(const std::vector<std::string>& argv) {
   std::string switches;
   for (const auto& [k, v] : info.tuning) switches += (switches.empty() ? "" : ", ") + k + " " + v;
   std::printf("cpu: %s; tuning: %s", cpu.describe().c_str(), switches.c_str());
-  if (on_cpu)
-    std::printf("; decode prefetch %lld / %lld bytes ahead (quantized / float weights), %d stream%s per thread",
-                static_cast<long long>(prefetch.quantized), static_cast<long long>(prefetch.floats), streams,
-                streams == 1 ? "" : "s");
+  if (on_cpu) {
+    std::printf("; decode prefetch %lld bytes ahead (quantized)", static_cast<long long>(prefetch_q));
+    if (panels) std::printf(", %lld (float panels)", static_cast<long long>(prefetch_f));
+    std::printf(", %d stream%s per thread", streams, streams == 1 ? "" : "s");
+  }
   std::printf("\n");
   if (probe)
     for (const TestResult& r : results)

@@ -329,6 +329,41 @@ int run_roofline(const std::vector<std::string>& argv) {
   if (array_bytes < (uint64_t{1} << 20)) throw UsageError("--array-size: at least 1M");
   if (a.has("prefetch-ab") && !a.flag("kernels")) throw UsageError("--prefetch-ab: times the --kernels decode rows; add --kernels");
 
+  // The --kernels options, checked before anything is measured.
+  std::vector<DType> dtypes;
+  for (const std::string& name : split_commas(a.str("dtypes", "F32,F16"))) {
+    DType dt;
+    if (!dtype_from_name(name, &dt)) throw UsageError("--dtypes: unknown type '" + name + "'");
+    dtypes.push_back(dt);
+  }
+  const std::vector<int64_t> tokens = a.int_list("tokens", {1, 128, 512});
+  const uint64_t working_set = a.bytes("working-set", uint64_t{1} << 30);
+  std::vector<PrefetchSetting> ab;
+  if (a.has("prefetch-ab")) {
+    for (const std::string& v : split_commas(a.str("prefetch-ab"))) {
+      TuningConfig t;
+      try {
+        t.set("decode_prefetch", v);
+      } catch (const Error& e) {   // "tuning: decode_prefetch: '100' is not one of ..."
+        const std::string m = e.what(), w = e.where().empty() ? "" : e.where() + ": ";
+        throw UsageError("--prefetch-ab: " + (m.rfind(w, 0) == 0 ? m.substr(w.size()) : m));
+      }
+      ab.push_back({v, cpu::decode_prefetch_from(t.decode_prefetch)});
+    }
+    if (ab.size() < 2) throw UsageError("--prefetch-ab: give at least two settings, e.g. off,128,1024");
+  }
+  if (!ab.empty()) {
+    if (std::find(tokens.begin(), tokens.end(), 1) == tokens.end())
+      throw UsageError("--prefetch-ab: times decode rows; give --tokens with 1");
+    bool prefetching = false;
+    for (DType dt : dtypes)
+      prefetching = prefetching || cpu::repackable(dt) ||
+                    (cpu::panel_dtype(dt) && cpu::panel_kernels_active() && cpu::float_panels_enabled());
+    if (!prefetching)
+      throw UsageError("--prefetch-ab: none of --dtypes runs a prefetching decode kernel here (the repacked block "
+                       "types do; F32/F16/BF16 only as AVX-512 float panels)");
+  }
+
   ThreadPool pool(threads);
   const int nth = pool.size();
   const cpu::SimdLevel level = cpu::simd_level();
@@ -342,27 +377,6 @@ int run_roofline(const std::vector<std::string>& argv) {
 
   std::vector<KernelResult> kernels;
   if (a.flag("kernels")) {
-    std::vector<DType> dtypes;
-    for (const std::string& name : split_commas(a.str("dtypes", "F32,F16"))) {
-      DType dt;
-      if (!dtype_from_name(name, &dt)) throw UsageError("--dtypes: unknown type '" + name + "'");
-      dtypes.push_back(dt);
-    }
-    const std::vector<int64_t> tokens = a.int_list("tokens", {1, 128, 512});
-    const uint64_t working_set = a.bytes("working-set", uint64_t{1} << 30);
-    std::vector<PrefetchSetting> ab;
-    if (a.has("prefetch-ab")) {
-      for (const std::string& v : split_commas(a.str("prefetch-ab"))) {
-        TuningConfig t;
-        try {
-          t.set("decode_prefetch", v);
-        } catch (const Error& e) {
-          throw UsageError(std::string("--prefetch-ab: ") + e.what());
-        }
-        ab.push_back({v, cpu::decode_prefetch_from(t.decode_prefetch)});
-      }
-      if (ab.size() < 2) throw UsageError("--prefetch-ab: give at least two settings, e.g. off,128,1024");
-    }
     // tinyllama-1.1b: dim 2048, hidden 5632, vocab 32000.
     struct Shape {
       const char* label;

@@ -40,7 +40,7 @@ SimdLevel simd_level_at_most(const std::string& name);
 // default is picked per microarchitecture (default_decode_prefetch); TuningConfig::
 // decode_prefetch / LLMWB_DECODE_PREFETCH set both. Every setting computes the same bits.
 struct DecodePrefetch {
-  int64_t quantized = 1024, floats = 1024;
+  int64_t quantized = 0, floats = 1024;   // default_decode_prefetch picks per microarchitecture
   bool operator==(const DecodePrefetch&) const = default;
 };
 DecodePrefetch decode_prefetch();

@@ -1,8 +1,9 @@
-// prefetch.h — software prefetches that stay in the binary. GCC's control-dependent dead code
-// elimination treats a prefetch as free to drop: prefetches alone under a branch (`if (ahead !=
-// 0) { prefetch x 4 }`) compiled to nothing, silently, in the one-token quantized GEMVs. The
-// kernels' prefetches are therefore volatile asm, which no pass removes: what the source says
-// is what runs. A prefetch never faults, so addresses past a buffer's end are fine.
+// prefetch.h — software prefetches that stay in the binary. GCC treats __builtin_prefetch /
+// _mm_prefetch as having no effect: a small helper that only prefetches (with an early return,
+// `if (ahead == 0) return;`) was classified "looping const" by its pure-const analysis and every
+// call to it deleted, silently, in the one-token quantized GEMVs. The kernels' prefetches are
+// therefore volatile asm, which no pass removes: what the source says is what runs. A prefetch
+// never faults, so addresses past a buffer's end are fine.
 #pragma once
 
 namespace llmwb::cpu {

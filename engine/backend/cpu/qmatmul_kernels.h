@@ -133,7 +133,7 @@ struct PackedArgs {
   int64_t n_tokens = 0;
   float* y = nullptr;           // y[t * y_stride + o]
   int64_t y_stride = 0;
-  int64_t prefetch = 1024;      // one token: bytes ahead of each stream prefetched into L1, 0 = none
+  int64_t prefetch = 0;         // one token: bytes ahead of each stream prefetched into L1 (decode_prefetch), 0 = none
   int streams = 4;              // one token: tiles read side by side (1, 2 or 4; AVX2 at most 2)
 };
 

@@ -256,7 +256,7 @@ inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
 
 // The Q4_0 / Q4_1 / INT4 family (half_tokens).
 template <bool HasM, int R>
-void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+[[gnu::always_inline]] inline void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
   __m256 acc[2 * R], macc[2 * R];
 #pragma GCC unroll 8
   for (int q = 0; q < 2 * R; ++q) acc[q] = macc[q] = _mm256_setzero_ps();
@@ -311,7 +311,7 @@ void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* n
 
 // Q8_0 and the k-quants (half_tokens_other).
 template <DType DT, int R>
-void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+[[gnu::always_inline]] inline void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
   constexpr bool kQ8 = DT == DType::Q8_0, kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
   constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
   __m256 acc[2 * R], macc[2 * R];
@@ -409,8 +409,10 @@ void decode_other(const PackedArgs& a, const uint8_t* tile, int64_t r, const int
   }
 }
 
+// Not inlined: one call per 1-4 tiles, and the symbol the CTest decode_kernels_keep_their_
+// prefetches finds each kernel by (the kernels below are inlined into it).
 template <DType DT, int R>
-void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
+[[gnu::noinline]] void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const int* nrows) {
   if constexpr (DT == DType::Q8_0 || DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K)
     decode_other<DT, R>(a, tile, r, nrows);
   else if constexpr (DT == DType::Q4_0) decode_q4<false, R>(a, tile, r, nrows);

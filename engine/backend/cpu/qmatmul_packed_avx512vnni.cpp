@@ -331,7 +331,7 @@ inline void decode_q4_scales(const PackedArgs& a, const uint8_t* grp, __m512* d,
 }
 
 template <bool HasM, int R>
-void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+[[gnu::always_inline]] inline void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
   __m512 acc[R], macc[R], d[R], m[R];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
@@ -358,7 +358,7 @@ void decode_q4(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmas
 
 // Q8_0 (tile_tokens_q8).
 template <int R>
-void decode_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+[[gnu::always_inline]] inline void decode_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
   __m512 acc[R];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
@@ -390,7 +390,7 @@ void decode_q8(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmas
 
 // The k-quants (tile_tokens_k).
 template <DType DT, int R>
-void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+[[gnu::always_inline]] inline void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
   constexpr bool kQ6 = DT == DType::Q6_K, kQ5 = DT == DType::Q5_K;
   constexpr uint64_t kHead = packed_head_bytes(DT), kBlock = packed_block_bytes(DT);
   __m512 acc[R], macc[R];
@@ -465,8 +465,10 @@ void decode_k(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask
     _mm512_mask_storeu_ps(a.y + r + 16 * i, mask[i], kQ6 ? acc[i] : _mm512_add_ps(acc[i], macc[i]));
 }
 
+// Not inlined: one call per 1-4 tiles, and the symbol the CTest decode_kernels_keep_their_
+// prefetches finds each kernel by (the kernels below are inlined into it).
 template <DType DT, int R>
-void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
+[[gnu::noinline]] void decode_of(const PackedArgs& a, const uint8_t* tile, int64_t r, const __mmask16* mask) {
   if constexpr (DT == DType::Q8_0) decode_q8<R>(a, tile, r, mask);
   else if constexpr (DT == DType::Q4_K || DT == DType::Q5_K || DT == DType::Q6_K) decode_k<DT, R>(a, tile, r, mask);
   else if constexpr (DT == DType::Q4_0) decode_q4<false, R>(a, tile, r, mask);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/prefetch.h"
 #include "backend/cpu/read_peak.h"
 
 namespace llmwb::cpu::kernels {

@@ -32,10 +32,10 @@ double read_loop(const float* x, int64_t n, int64_t pf) {
         const float* p = base[s] + i;
         if constexpr (Prefetch) {
           const char* q = reinterpret_cast<const char*>(p) + pf;
-          _mm_prefetch(q, _MM_HINT_T0);
-          _mm_prefetch(q + 64, _MM_HINT_T0);
-          _mm_prefetch(q + 128, _MM_HINT_T0);
-          _mm_prefetch(q + 192, _MM_HINT_T0);
+          prefetch_t0(q);
+          prefetch_t0(q + 64);
+          prefetch_t0(q + 128);
+          prefetch_t0(q + 192);
         }
 #pragma GCC unroll 8
         for (int u = 0; u < kStep / V::kW; ++u) acc[s][u % kAcc] = V::add(acc[s][u % kAcc], V::load(p + V::kW * u));
