@@ -223,7 +223,7 @@ inline void score_quarter(const float* qt, const float* const* kp, int hd, __m51
 // while these are summed (without it, the first load of each row took a fifth of the time).
 constexpr int kPrefetchKeys = 8;
 
-inline void prefetch_row(const float* row, int floats) {
+[[gnu::always_inline]] inline void prefetch_row(const float* row, int floats) {
   for (int i = 0; i < floats; i += 16) prefetch_t0(row + i);
 }
 

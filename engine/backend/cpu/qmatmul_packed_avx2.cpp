@@ -23,7 +23,7 @@ inline __m256i bcast_dword(const int8_t* p) {
 // A tile is one contiguous stream of 4-20 KiB per 1000 columns, and the hardware prefetchers
 // stop at 4 KiB page boundaries; so while a group is multiplied, the same group of the next
 // tile (a tile ahead: above the latency-bandwidth product, far below L2) is prefetched into L2.
-inline void prefetch_group(const uint8_t* p, uint64_t bytes) {
+[[gnu::always_inline]] inline void prefetch_group(const uint8_t* p, uint64_t bytes) {
   for (uint64_t o = 0; o < bytes; o += 64) prefetch_t1(p + o);
 }
 
@@ -248,10 +248,10 @@ constexpr int kDecodeTiles = 2;   // 2 tiles x 2 halves: 4 accumulator sets in 1
 
 // `Lines` lines from p + ahead into L1 (ahead: PackedArgs::prefetch; 0 = none).
 template <int Lines>
-inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
+[[gnu::always_inline]] inline void prefetch_l1(const uint8_t* p, int64_t ahead) {
   if (ahead == 0) return;
 #pragma GCC unroll 16
-  for (int l = 0; l < Lines; ++l) prefetch_t0(p + ahead + 64 * l);
+  for (int l = 0; l < Lines; ++l) prefetch_t0_pinned(p + ahead + 64 * l);
 }
 
 // The Q4_0 / Q4_1 / INT4 family (half_tokens).
