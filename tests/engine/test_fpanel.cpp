@@ -271,7 +271,7 @@ TEST(FloatPanels, SharedInputMatricesGiveWhatEachGivesAlone) {
   const Weights a(DType::F32, 64, K, 1), b(DType::F32, 24, K, 2), c(DType::BF16, 33, K, 3);
   const cpu::FloatPanels pa = cpu::pack_panels(a.view, pool), pb = cpu::pack_panels(b.view, pool),
                          pc = cpu::pack_panels(c.view, pool);
-  for (int64_t T : {1, 12, 29}) {
+  for (int64_t T : {1, 5, 9, 12, 29}) {
     const std::vector<float> x = random_x(T * K, 5);
     std::vector<float> ya(static_cast<size_t>(T * 64)), yb(static_cast<size_t>(T * 24)), yc(static_cast<size_t>(T * 33));
     const cpu::PanelOut outs[] = {{&pa, ya.data()}, {&pb, yb.data()}, {&pc, yc.data()}};
@@ -288,6 +288,31 @@ TEST(FloatPanels, SharedInputMatricesGiveWhatEachGivesAlone) {
     EXPECT_EQ(ba, ya);
     EXPECT_EQ(bb, yb);
     EXPECT_EQ(bc, yc);
+  }
+}
+
+// Few tokens: the matrices' panels share one balanced region, in chunks that start inside one
+// matrix and end inside the next (13, 5 and 9 panels, each padded to whole 4-panel tiles).
+TEST(FloatPanels, FewTokenRegionAcrossMatricesGivesWhatEachGivesAlone) {
+  SKIP_WITHOUT_PANELS();
+  const int64_t K = 96;
+  const Weights a(DType::F16, 200, K, 21), b(DType::F16, 72, K, 22), c(DType::BF16, 136, K, 23);
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    const cpu::FloatPanels pa = cpu::pack_panels(a.view, pool), pb = cpu::pack_panels(b.view, pool),
+                           pc = cpu::pack_panels(c.view, pool);
+    for (int64_t T = 1; T <= 11; ++T) {
+      const std::vector<float> x = random_x(T * K, 7 + T);
+      std::vector<float> ya(static_cast<size_t>(T * 200), -1.0f), yb(static_cast<size_t>(T * 72), -1.0f),
+          yc(static_cast<size_t>(T * 136), -1.0f);
+      const cpu::PanelOut outs[] = {{&pa, ya.data()}, {&pb, yb.data()}, {&pc, yc.data()}};
+      cpu::panel_matmul_multi(pool, outs, x.data(), T);
+      for (const auto& [p, y] : {std::pair{&pa, &ya}, std::pair{&pb, &yb}, std::pair{&pc, &yc}}) {
+        std::vector<float> alone(y->size());
+        cpu::panel_matmul(pool, *p, x.data(), T, alone.data());
+        EXPECT_EQ(*y, alone) << "threads=" << threads << " T=" << T << " rows=" << p->rows;
+      }
+    }
   }
 }
 

@@ -214,15 +214,39 @@ void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const 
     if (o.W->cols != outs[0].W->cols) throw Error("matmul", "shared-input matrices differ in their columns");
   }
   if (n_tokens < panel_gemm_min_tokens()) {
+    // Few tokens (decode, a verify pass, a small batch): one parallel region for every matrix
+    // sharing x (Q, K and V; gate and up), their panels side by side in one index space, each
+    // padded to whole GEMV tiles so that a chunk starts a tile in every matrix it touches. One
+    // region a call rather than one a matrix: the small K and V projections no longer cost a
+    // start and a barrier each. Outputs do not depend on the split.
+    thread_local std::vector<fpanel::Args> gs;
+    thread_local std::vector<int64_t> off;
+    gs.clear();
+    off.assign(1, 0);
+    int64_t grain = 1;
     for (const PanelOut& o : outs) {
       if (o.W->rows == 0) continue;
-      const fpanel::Args a = args_of(*o.W, x, n_tokens, o.y);
-      auto body = [&](int64_t p0, int64_t p1) { fpanel::gemv(a, p0, p1); };
-      if (n_tokens <= kBalancedMaxTokens)
-        pool.parallel_for_balanced(a.panels, body, std::max(grain_of(*o.W, n_tokens), kBalancedRows / kPanelRows));
-      else
-        pool.parallel_for(a.panels, body, grain_of(*o.W, n_tokens));
+      gs.push_back(args_of(*o.W, x, n_tokens, o.y));
+      off.push_back(off.back() + round_up(o.W->panels, fpanel::kGemvPanels));
+      grain = std::max(grain, grain_of(*o.W, n_tokens));
     }
+    if (gs.empty()) return;
+    // Worker threads read the caller's thread_local vectors through these.
+    const fpanel::Args* ap = gs.data();
+    const int64_t* op = off.data();
+    const size_t n = gs.size();
+    auto body = [&](int64_t q0, int64_t q1) {
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t lo = std::max(q0, op[i]) - op[i];
+        const int64_t hi = std::min(q1 - op[i], ap[i].panels);
+        if (lo < hi) fpanel::gemv(ap[i], lo, hi);
+      }
+    };
+    if (n_tokens <= kBalancedMaxTokens)
+      pool.parallel_for_balanced(op[n], body,
+                                 round_up(std::max(grain, kBalancedRows / kPanelRows), fpanel::kGemvPanels));
+    else
+      pool.parallel_for(op[n], body, round_up(grain, fpanel::kGemvPanels));
     return;
   }
   const fpanel::Args pack = args_of(*outs[0].W, x, n_tokens, nullptr);

@@ -67,8 +67,6 @@ const kernels::KernelSet& kernel_set(SimdLevel level) {
   return kernels::scalar_kernels();
 }
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 // The gemm kernel's per-thread scratch, which only grows, so that after the first call of the
 // largest shape there is no allocation on this path.
 float* thread_scratch(int64_t floats) {

@@ -72,6 +72,8 @@ constexpr int64_t kMinMacsPerChunk = 1 << 16;
 // kBalancedRows rows (eight 16-row tiles or panels: two of the one-token GEMVs' 4-stream groups).
 constexpr int64_t kBalancedMaxTokens = 8;
 constexpr int64_t kBalancedRows = 128;
+// v rounded up to a multiple of m (m > 0): chunk sizes in whole tiles.
+constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y);
 

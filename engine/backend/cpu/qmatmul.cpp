@@ -54,8 +54,6 @@ void quantize_token(const qkernels::QKernelSet& ks, const float* x, int64_t K, i
   *csum = s;
 }
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 }  // namespace
 
 bool qmatmul_handles(DType dtype) { return qkernels::qtype(dtype); }
