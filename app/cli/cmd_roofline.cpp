@@ -162,6 +162,7 @@ Bandwidth measure_bandwidth(ThreadPool& pool, uint64_t array_bytes, int reps, cp
 
 struct KernelResult {
   std::string matrix, dtype;
+  DType dt = DType::F32;
   int64_t rows = 0, cols = 0, tokens = 0;
   double ms = 0, gbps = 0, gflops = 0;
   // Decode rows: the median over repetitions of the repetition's GB/s over the mean of the read
@@ -196,15 +197,20 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-// matmul() on one weight shape. For decode (one token) the weights rotate over enough copies
-// to exceed `working_set` bytes, so every call streams its matrix from memory as in a real
-// forward pass rather than from a cache that happens to hold a whole matrix.
+// Token counts up to this stream their weights from memory (decode, a speculative verify of
+// k + 1 tokens, a small batch step), as a forward pass does.
+constexpr int64_t kStreamedTokens = 16;
+
+// matmul() on one weight shape. For decode and the other few-token calls the weights rotate
+// over enough copies to exceed `working_set` bytes, so every call streams its matrix from
+// memory as in a real forward pass rather than from a cache that happens to hold a whole
+// matrix.
 KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int64_t cols, DType dt,
                          int64_t tokens, uint64_t working_set, int reps, cpu::ReadProbe* probe,
                          const std::vector<PrefetchSetting>& ab) {
   const uint64_t row_bytes = dtype_row_bytes(dt, cols);
   const uint64_t mat_bytes = row_bytes * static_cast<uint64_t>(rows);
-  const uint64_t want = tokens == 1 ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
+  const uint64_t want = tokens <= kStreamedTokens ? std::max<uint64_t>(1, (working_set + mat_bytes - 1) / mat_bytes) : 1;
   const int copies = static_cast<int>(std::min<uint64_t>(want, 1u << 20));
   std::vector<uint8_t> store;
   try {
@@ -278,6 +284,7 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   KernelResult k;
   k.matrix = label;
   k.dtype = dtype_name(dt);
+  k.dt = dt;
   k.rows = rows;
   k.cols = cols;
   k.tokens = tokens;
@@ -292,7 +299,7 @@ KernelResult time_matmul(ThreadPool& pool, const char* label, int64_t rows, int6
   }
   // Decode prefetch A/B: every setting once per round, in reverse order every other round, so
   // a host whose memory rate drifts hits each setting alike; ratios are taken within a round.
-  if (tokens == 1 && ab.size() >= 2 && (!packed.empty() || !panels.empty())) {
+  if (tokens <= kStreamedTokens && ab.size() >= 2 && (!packed.empty() || !panels.empty())) {
     const cpu::DecodePrefetch before = cpu::decode_prefetch();
     std::vector<std::vector<double>> secs(ab.size());
     for (int r = 0; r < reps; ++r) {
@@ -353,8 +360,9 @@ int run_roofline(const std::vector<std::string>& argv) {
     if (ab.size() < 2) throw UsageError("--prefetch-ab: give at least two settings, e.g. off,128,1024");
   }
   if (!ab.empty()) {
-    if (std::find(tokens.begin(), tokens.end(), 1) == tokens.end())
-      throw UsageError("--prefetch-ab: times decode rows; give --tokens with 1");
+    if (std::none_of(tokens.begin(), tokens.end(), [](int64_t t) { return t <= kStreamedTokens; }))
+      throw UsageError("--prefetch-ab: times rows of up to " + std::to_string(kStreamedTokens) +
+                       " tokens; give --tokens with one of them (1 = decode)");
     bool prefetching = false;
     for (DType dt : dtypes)
       prefetching = prefetching || cpu::repackable(dt) ||
@@ -405,6 +413,17 @@ int run_roofline(const std::vector<std::string>& argv) {
   }
 
   const double peak_all = peaks.back();
+  // The roofline a kernel row is held to: GFLOP/s the read bandwidth feeds at the row's flops
+  // per weight byte, capped by the fp32 FMA peak for the float types (a verify of k + 1 tokens
+  // crosses from the one to the other). The block types multiply with integer dots, which that
+  // peak does not bound: their few-token rows are held to the bandwidth alone, their prefill
+  // rows to the peak as before.
+  auto roofline = [&](const KernelResult& k) {
+    const double fed = k.gbps > 0 ? k.gflops / k.gbps * bw.read : 0;
+    const bool floats = k.dt == DType::F32 || k.dt == DType::F16 || k.dt == DType::BF16;
+    if (!floats) return k.tokens <= kStreamedTokens ? fed : peak_all;
+    return std::min(fed, peak_all);
+  };
   if (json) {
     nlohmann::json j;
     cpu_info().add_to(j);
@@ -426,7 +445,8 @@ int run_roofline(const std::vector<std::string>& argv) {
     for (const KernelResult& k : kernels) {
       ks.push_back({{"matrix", k.matrix}, {"dtype", k.dtype}, {"rows", k.rows}, {"cols", k.cols},
                     {"tokens", k.tokens}, {"ms", k.ms}, {"weight_gbps", k.gbps}, {"gflops", k.gflops},
-                    {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all}});
+                    {"fraction_of_read_bw", k.gbps / bw.read}, {"fraction_of_peak", k.gflops / peak_all},
+                    {"roofline_gflops", roofline(k)}, {"fraction_of_roofline", k.gflops / roofline(k)}});
       if (k.tokens == 1) {
         ks.back()["paired_fraction_of_read_bw"] = k.paired;
         ks.back()["paired_fraction_range"] = {k.paired_lo, k.paired_hi};
@@ -456,17 +476,19 @@ int run_roofline(const std::vector<std::string>& argv) {
     std::printf("  %3d thread%s %9.1f GFLOP/s\n", counts[i], counts[i] == 1 ? " " : "s", peaks[i]);
   }
   if (!kernels.empty()) {
-    std::printf("\nmatmul (median of %d; decode rows: weight bytes / time vs read bandwidth, "
-                "prefill rows: GFLOP/s vs peak;\n  paired: each decode repetition against the mean of "
+    std::printf("\nmatmul (median of %d; %% ceiling: GFLOP/s against the roofline, the read bandwidth x the "
+                "row's flops per weight byte,\n  at most the fp32 peak for float weights and for prefill "
+                "rows (decode rows: weight bytes / time vs read bandwidth);\n  rows of up to %lld tokens "
+                "stream their weights from memory (--working-set);\n  paired: each decode repetition against the mean of "
                 "read passes just before and after it, median (lowest-highest))\n",
-                reps);
+                reps, static_cast<long long>(kStreamedTokens));
     std::printf("| %-22s | %-5s | %6s | %9s | %8s | %9s | %9s | %-20s |\n", "matrix", "dtype", "tokens", "ms", "GB/s",
                 "GFLOP/s", "% ceiling", "paired % of read");
     std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(24, '-').c_str(), std::string(7, '-').c_str(),
                 std::string(8, '-').c_str(), std::string(11, '-').c_str(), std::string(10, '-').c_str(),
                 std::string(11, '-').c_str(), std::string(11, '-').c_str(), std::string(22, '-').c_str());
     for (const KernelResult& k : kernels) {
-      const double frac = k.tokens == 1 ? k.gbps / bw.read : k.gflops / peak_all;
+      const double frac = k.gflops / roofline(k);
       char pairs[64] = "";
       if (k.tokens == 1)
         std::snprintf(pairs, sizeof pairs, "%.1f%% (%.0f-%.0f)", 100.0 * k.paired, 100.0 * k.paired_lo,
@@ -481,7 +503,7 @@ int run_roofline(const std::vector<std::string>& argv) {
                   "median (lowest-highest)):\n");
       for (const KernelResult& k : kernels) {
         if (k.ab.empty()) continue;
-        std::printf("  %-22s %-5s", k.matrix.c_str(), k.dtype.c_str());
+        std::printf("  %-22s %-5s %2lld", k.matrix.c_str(), k.dtype.c_str(), static_cast<long long>(k.tokens));
         for (const KernelResult::Ab& x : k.ab)
           std::printf("  %s %.2f GB/s %.2fx (%.2f-%.2f);", x.setting.c_str(), x.gbps, x.ratio, x.ratio_lo, x.ratio_hi);
         std::printf("\n");
@@ -506,8 +528,8 @@ const CommandRegistration reg({"roofline", "memory bandwidth and peak FMA rate o
                                "                     types INT4_G32/INT4_G128/Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K run\n"
                                "                     repacked, as the engine runs them)\n"
                                "  --tokens LIST      token counts for --kernels: 1 = decode GEMV, more = prefill GEMM\n"
-                               "  --working-set SIZE decode weights rotate over copies totalling this (default 1G)\n"
-                               "  --prefetch-ab LIST decode rows also run under each decode_prefetch setting (auto, off or\n"
+                               "  --working-set SIZE weights of rows up to 16 tokens rotate over copies totalling this (default 1G)\n"
+                               "  --prefetch-ab LIST rows of up to 16 tokens also run under each decode_prefetch setting (auto, off or\n"
                                "                     bytes), interleaved in every repetition, with each one's speed over\n"
                                "                     the first's: the per-microarchitecture tuning measurement\n"
                                "  --json             print one JSON object instead of the table",
