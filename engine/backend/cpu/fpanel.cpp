@@ -236,11 +236,8 @@ void panel_matmul_multi(ThreadPool& pool, std::span<const PanelOut> outs, const 
     const int64_t* op = off.data();
     const size_t n = gs.size();
     auto body = [&](int64_t q0, int64_t q1) {
-      for (size_t i = 0; i < n; ++i) {
-        const int64_t lo = std::max(q0, op[i]) - op[i];
-        const int64_t hi = std::min(q1 - op[i], ap[i].panels);
-        if (lo < hi) fpanel::gemv(ap[i], lo, hi);
-      }
+      for_each_side_by_side(q0, q1, op, n, [&](size_t i) { return ap[i].panels; },
+                            [&](size_t i, int64_t lo, int64_t hi) { fpanel::gemv(ap[i], lo, hi); });
     };
     if (n_tokens <= kBalancedMaxTokens)
       pool.parallel_for_balanced(op[n], body,

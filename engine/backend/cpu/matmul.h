@@ -9,6 +9,7 @@
 // position of token t in x and the pool's thread count (so batched = sequential decoding).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -74,6 +75,18 @@ constexpr int64_t kBalancedMaxTokens = 8;
 constexpr int64_t kBalancedRows = 128;
 // v rounded up to a multiple of m (m > 0): chunk sizes in whole tiles.
 constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+// The matrices of one shared-input call side by side in one index space (rows or panels):
+// matrix i holds [off[i], off[i + 1]), of which its first valid(i) items are real, the rest
+// padding to whole tiles. Runs fn(i, lo, hi) for the real items of [q0, q1) in each matrix, lo
+// and hi counted from the matrix's start: one parallel loop covers them all.
+template <class Valid, class Fn>
+void for_each_side_by_side(int64_t q0, int64_t q1, const int64_t* off, size_t n, const Valid& valid, const Fn& fn) {
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t lo = std::max(q0, off[i]) - off[i];
+    const int64_t hi = std::min({q1 - off[i], off[i + 1] - off[i], static_cast<int64_t>(valid(i))});
+    if (lo < hi) fn(i, lo, hi);
+  }
+}
 
 void matmul(ThreadPool& pool, const TensorView& W, const float* x, int64_t n_tokens, float* y);
 

@@ -177,11 +177,8 @@ void qmatmul_packed_multi(ThreadPool& pool, std::span<const PackedOut> outs, con
   const int64_t* op = off.data();
   const size_t n = outs.size();
   auto rows = [&](int64_t r0, int64_t r1) {
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t lo = std::max(r0, op[i]) - op[i];
-      const int64_t hi = std::min({r1 - op[i], op[i + 1] - op[i], ap[i].rows});
-      if (lo < hi) ks.packed_rows(ap[i], lo, hi);
-    }
+    for_each_side_by_side(r0, r1, op, n, [&](size_t i) { return ap[i].rows; },
+                          [&](size_t i, int64_t lo, int64_t hi) { ks.packed_rows(ap[i], lo, hi); });
   };
   const int64_t grain = row_grain(qkernels::kPackRows, K, n_tokens);
   // Decode and verification passes stream the weights: balanced (a slower thread's rows are
