@@ -149,7 +149,7 @@ TEST(Attention, GroupedHeadsAreBitwiseSingleHeadsOnEveryLevel) {
   for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
     cpu::set_simd_level(level);
     if (cpu::simd_level() != level) continue;
-    for (int hd : {16, 32, 64, 96, 128}) {
+    for (int hd : {8, 16, 24, 32, 48, 64, 96, 128}) {
       for (int ctx : {1, 2, 3, 4, 5, 7, 8, 9, 33, 130}) {
         for (int n : {1, 2, 3, 4, 5, 8, 11, 16, 21}) {
           SCOPED_TRACE(std::string(cpu::simd_level_name(level)) + " hd " + std::to_string(hd) + " ctx " +

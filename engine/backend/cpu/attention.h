@@ -31,7 +31,9 @@ void attend_queries(int n, const float* const* q, const int* ctx, const float* c
                     const float* const* vrows, int hd, float scale, float* const* probs, float* const* out);
 
 namespace kernels {
-// The AVX-512 kernel (attention_avx512.cpp), for hd a multiple of 16.
+// The AVX-512 kernel (attention_avx512.cpp), any hd: a tail of hd % 16 columns masked. The
+// multi-query kernels below take only the sizes they say; the others' queries come here, so
+// every query of such a head size has this kernel's bits.
 void attend_head_avx512(const float* q, const float* const* krows, const float* const* vrows, int ctx, int hd,
                         float scale, float* probs, float* out);
 // The first 4 (n >= 4) or 2 (n >= 2) of n queries sharing their K/V rows (query m over keys

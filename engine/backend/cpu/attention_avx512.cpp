@@ -1,4 +1,5 @@
-// attention_avx512.cpp — the AVX-512 attention head kernel (attention.h), hd a multiple of 16.
+// attention_avx512.cpp — the AVX-512 attention head kernels (attention.h): one head of any size
+// (the last columns of a size that is not a multiple of 16 masked), and the multi-query ones.
 //
 // Order (fixed for every batch, see attention.h): score j = hsum(acc) * scale, where acc's
 // lane l sums q[c * 16 + l] * k_j[c * 16 + l] over c in increasing order with fused
@@ -29,9 +30,15 @@ template <int N>
 inline void scores(const float* q, const float* const* krows, int j0, int hd, float scale, float* s) {
   __m512 acc[N];
   for (int n = 0; n < N; ++n) acc[n] = _mm512_setzero_ps();
-  for (int c = 0; c < hd; c += 16) {
+  int c = 0;
+  for (; c + 16 <= hd; c += 16) {
     const __m512 qv = _mm512_loadu_ps(q + c);
     for (int n = 0; n < N; ++n) acc[n] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(krows[j0 + n] + c), acc[n]);
+  }
+  if (c < hd) {   // a head size that is not a multiple of 16: the last columns masked, zeros elsewhere
+    const __mmask16 m = static_cast<__mmask16>((1u << (hd - c)) - 1u);
+    const __m512 qv = _mm512_maskz_loadu_ps(m, q + c);
+    for (int n = 0; n < N; ++n) acc[n] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, krows[j0 + n] + c), acc[n]);
   }
   if constexpr (N == 8) {
     // The eight reductions together (hsum_avx512.h), bitwise those of _mm512_reduce_add_ps:
@@ -64,6 +71,20 @@ inline void weighted_sum(const float* const* vrows, const float* probs, int ctx,
     for (int n = 0; n < N; ++n) e[n] = _mm512_fmadd_ps(we, _mm512_loadu_ps(vrows[j] + c0 + 16 * n), e[n]);
   }
   for (int n = 0; n < N; ++n) _mm512_storeu_ps(out + c0 + 16 * n, _mm512_add_ps(e[n], o[n]));
+}
+
+// out[c0, hd) for the last hd - c0 < 16 columns of a head size that is not a multiple of 16:
+// weighted_sum<1>'s order, the loads and the store masked.
+inline void weighted_sum_tail(const float* const* vrows, const float* probs, int ctx, int c0, int hd, float* out) {
+  const __mmask16 m = static_cast<__mmask16>((1u << (hd - c0)) - 1u);
+  __m512 e = _mm512_setzero_ps(), o = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + 2 <= ctx; j += 2) {
+    e = _mm512_fmadd_ps(_mm512_set1_ps(probs[j]), _mm512_maskz_loadu_ps(m, vrows[j] + c0), e);
+    o = _mm512_fmadd_ps(_mm512_set1_ps(probs[j + 1]), _mm512_maskz_loadu_ps(m, vrows[j + 1] + c0), o);
+  }
+  if (j < ctx) e = _mm512_fmadd_ps(_mm512_set1_ps(probs[j]), _mm512_maskz_loadu_ps(m, vrows[j] + c0), e);
+  _mm512_mask_storeu_ps(out + c0, m, _mm512_add_ps(e, o));
 }
 
 // probs[0, ctx) = softmax of the scores in place: the maximum, e^(s - max) and their sum in
@@ -366,6 +387,8 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
     case 1: weighted_sum<1>(vrows, probs, ctx, c, out); break;
     default: break;
   }
+  c += (hd - c) / 16 * 16;
+  if (c < hd) weighted_sum_tail(vrows, probs, ctx, c, hd, out);
 }
 
 int attend_queries16_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
