@@ -84,8 +84,7 @@ void gemv_tile(const Args& a, int64_t p, int64_t t0) {
 }
 
 using GemvFn = void (*)(const Args&, int64_t, int64_t);
-constexpr int kR = static_cast<int>(kGemvPanels);   // R: 4 weight streams
-constexpr int kGemvTokens = 6;   // C: 4 x 6 accumulators
+constexpr int kGemvTokens = 6;   // C: kGemvPanels (R, 4 weight streams) x 6 accumulators
 
 template <DType DT, int R, int C>
 GemvFn pick_gemv(int r, int c) {
@@ -104,8 +103,8 @@ void gemv_dt(const Args& a, int64_t p0, int64_t p1) {
     const int r = static_cast<int>(imin(kGemvPanels, p1 - p));
     for (int64_t t = 0; t < a.n_tokens; t += kGemvTokens) {
       const int c = static_cast<int>(imin(kGemvTokens, a.n_tokens - t));
-      if (r == kGemvPanels && c == kGemvTokens) gemv_tile<DT, kR, kGemvTokens>(a, p, t);
-      else pick_gemv<DT, kR, kGemvTokens>(r, c)(a, p, t);
+      if (r == kGemvPanels && c == kGemvTokens) gemv_tile<DT, kGemvPanels, kGemvTokens>(a, p, t);
+      else pick_gemv<DT, kGemvPanels, kGemvTokens>(r, c)(a, p, t);
     }
   }
 }

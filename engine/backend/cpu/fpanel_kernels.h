@@ -28,7 +28,7 @@ constexpr int64_t kKc = 384;
 int64_t chunk_cols(int64_t cols);
 
 // Panels per GEMV register tile (weight streams a tile reads at once).
-constexpr int64_t kGemvPanels = 4;
+constexpr int kGemvPanels = 4;
 // Outputs of panels [p0, p1), every token, reading the panels directly (few tokens).
 void gemv(const Args& a, int64_t p0, int64_t p1);
 // The same for many tokens, blocked: needs a.xp (pack_x over every token panel) and a
