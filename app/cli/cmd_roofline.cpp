@@ -420,8 +420,7 @@ int run_roofline(const std::vector<std::string>& argv) {
   // rows to the peak as before.
   auto roofline = [&](const KernelResult& k) {
     const double fed = k.gbps > 0 ? k.gflops / k.gbps * bw.read : 0;
-    const bool floats = k.dt == DType::F32 || k.dt == DType::F16 || k.dt == DType::BF16;
-    if (!floats) return k.tokens <= kStreamedTokens ? fed : peak_all;
+    if (!cpu::panel_dtype(k.dt)) return k.tokens <= kStreamedTokens ? fed : peak_all;   // not F32 / F16 / BF16
     return std::min(fed, peak_all);
   };
   if (json) {
