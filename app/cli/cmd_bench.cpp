@@ -41,6 +41,7 @@
 #include "backend/cpu/fma_peak.h"
 #include "backend/cpu/fpanel.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/qmatmul.h"
 #include "backend/cpu/read_peak.h"
 #include "backend/cpu/thread_pool.h"
 #include "command.h"
@@ -308,21 +309,18 @@ int run_bench(const std::vector<std::string>& argv) {
 
   const std::string model = base_name(info.path.empty() ? cfg.model : info.path);
   // What ran: the CPU, the tuning switches as set, and where the CPU backend runs, what its
-  // decode kernels do with them ("auto" resolved per microarchitecture; the AVX2 kernels read
-  // at most 2 streams, the scalar ones 1 without prefetch; the float distance only where the
-  // float weights run as panels).
+  // decode kernels do with them ("auto" resolved per microarchitecture; the quantized kernel
+  // set says which prefetch distance and how many streams its GEMV uses; the float distance
+  // only where the float weights run as panels).
   const CpuInfo cpu = cpu_info();
   nlohmann::json tuning = nlohmann::json::object();
   for (const auto& [k, v] : info.tuning) tuning[k] = v;
   const bool on_cpu = cfg.backend == "cpu";
-  const cpu::SimdLevel level = cpu::simd_level();
-  const bool simd = level != cpu::SimdLevel::Scalar;
   const bool panels = cpu::panel_kernels_active() && cfg.tuning.float_panels;
-  const int64_t prefetch_q = simd ? cpu::decode_prefetch().quantized : 0;
+  const cpu::QuantizedDecodeShape qdecode = cpu::qmatmul_decode_shape();
+  const int64_t prefetch_q = qdecode.prefetch_bytes;
   const int64_t prefetch_f = cpu::decode_prefetch().floats;
-  const int streams = level == cpu::SimdLevel::Avx512 ? std::min(cpu::decode_streams(), 4)
-                      : level == cpu::SimdLevel::Avx2 ? std::min(cpu::decode_streams(), 2)
-                                                      : 1;
+  const int streams = qdecode.streams;
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const TestResult& r : results) {

@@ -19,6 +19,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/qmatmul.h"
 #include "backend/cpu/qrepack.h"
 #include "llmwb/errors.h"
 #include "memory/mapped_file.h"
@@ -187,6 +188,29 @@ TEST(QRepack, TheDecodeStreamCountChangesNoBit) {
     }
   }
   cpu::set_decode_streams(before);
+}
+
+// What the decode GEMV reports doing with the switches is what its kernel set does: the
+// streams capped at the tiles it reads side by side (scalar 1, AVX2 2, AVX-512 VNNI 4), the
+// prefetch distance only where its kernels prefetch (not the scalar ones).
+TEST(QRepack, TheDecodeShapeIsWhatTheKernelSetReads) {
+  const int streams_before = cpu::decode_streams();
+  const cpu::DecodePrefetch prefetch_before = cpu::decode_prefetch();
+  cpu::set_decode_streams(4);
+  cpu::set_decode_prefetch({192, 0});
+  for (cpu::SimdLevel level : available_levels()) {
+    SimdLevelGuard g(level);
+    const cpu::QuantizedDecodeShape s = cpu::qmatmul_decode_shape();
+    const std::string set = cpu::qmatmul_kernel_name();
+    const int cap = set == "avx512vnni" ? 4 : set == "avx2" ? 2 : 1;
+    EXPECT_EQ(s.streams, cap) << set;
+    EXPECT_EQ(s.prefetch_bytes, set == "scalar" ? 0 : 192) << set;
+    cpu::set_decode_streams(1);
+    EXPECT_EQ(cpu::qmatmul_decode_shape().streams, 1) << set;
+    cpu::set_decode_streams(4);
+  }
+  cpu::set_decode_streams(streams_before);
+  cpu::set_decode_prefetch(prefetch_before);
 }
 
 // qmatmul_packed_multi (one quantization of x, the rows of all matrices in one parallel pass)

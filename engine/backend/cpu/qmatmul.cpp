@@ -60,6 +60,11 @@ bool qmatmul_handles(DType dtype) { return qkernels::qtype(dtype); }
 
 const char* qmatmul_kernel_name() { return qkernel_set().name; }
 
+QuantizedDecodeShape qmatmul_decode_shape() {
+  const qkernels::QKernelSet& ks = qkernel_set();
+  return {ks.decode_prefetches ? decode_prefetch().quantized : 0, std::min(decode_streams(), ks.max_decode_streams)};
+}
+
 void qmatmul_quantize_row(const float* x, int64_t cols, int8_t* q, float* d, float* c, float* csum) {
   quantize_token(qkernel_set(), x, cols, (cols + kQB - 1) / kQB, q, d, c, csum);
 }

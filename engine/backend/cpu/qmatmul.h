@@ -35,4 +35,13 @@ void qmatmul_quantize_row(const float* x, int64_t cols, int8_t* q, float* d, flo
 // Name of the kernel set qmatmul uses now ("scalar", "avx2", "avx512vnni").
 const char* qmatmul_kernel_name();
 
+// What that kernel set's one-token GEMV over repacked weights does with the decode switches:
+// the prefetch distance it honours (0 where its kernels do not prefetch) and the weight
+// streams each thread reads (decode_streams() capped at the tiles its kernels read side by side).
+struct QuantizedDecodeShape {
+  int64_t prefetch_bytes = 0;
+  int streams = 1;
+};
+QuantizedDecodeShape qmatmul_decode_shape();
+
 }  // namespace llmwb::cpu

@@ -27,7 +27,9 @@ struct V {
 }  // namespace avx2
 
 const QKernelSet& avx2_qkernels() {
-  static constexpr QKernelSet k = {"avx2", &avx2::rows, 4, &packed_rows_avx2, "avx2-x16", &quantize_blocks_avx2};
+  static constexpr QKernelSet k = {"avx2",          &avx2::rows,           4,
+                                    &packed_rows_avx2, "avx2-x16",            &quantize_blocks_avx2,
+                                    kAvx2DecodeTiles,  true};
   return k;
 }
 

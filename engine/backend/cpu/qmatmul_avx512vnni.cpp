@@ -33,7 +33,8 @@ struct V {
 const QKernelSet& avx512vnni_qkernels() {
   static constexpr QKernelSet k = {"avx512vnni",           &avx512vnni::rows,
                                     4,                      &packed_rows_avx512vnni,
-                                    "avx512vnni-x16",       &quantize_blocks_avx512};
+                                    "avx512vnni-x16",       &quantize_blocks_avx512,
+                                    kAvx512DecodeTiles,     true};
   return k;
 }
 

@@ -121,6 +121,10 @@ int64_t full_blocks(DType t, int64_t cols);
 //     with sc[2 j + 1]; y = acc.
 constexpr int kPackRows = 16;
 constexpr int kPackBlockBytes = 256;
+// The most tiles a one-token GEMV reads side by side (PackedArgs::streams is capped at it):
+// AVX-512, 4 tiles of 16-lane accumulators; AVX2, 2 tiles of two 8-row halves (16 ymm).
+constexpr int kAvx512DecodeTiles = 4;
+constexpr int kAvx2DecodeTiles = 2;
 
 struct PackedArgs {
   DType dtype = DType::INT4_G32;
@@ -177,6 +181,10 @@ struct QKernelSet {
   // Quantizes n_blocks full blocks of 32 activations (x + 32 b) into q + 32 b, d[b], c[b]; the
   // same bits at every level (qquant*.cpp).
   void (*quantize)(const float* x, int64_t n_blocks, int8_t* q, float* d, float* c);
+  // What packed_rows' one-token GEMV does with PackedArgs::streams and ::prefetch: reads at
+  // most this many tiles side by side, and honours the prefetch distance or ignores it.
+  int max_decode_streams;
+  bool decode_prefetches;
 };
 
 // One activation block of n <= 32 values (q zero past n): d = max|x| / 127, q = round(x / d),

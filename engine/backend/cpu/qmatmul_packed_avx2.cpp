@@ -244,7 +244,7 @@ inline void half_tokens_of(const PackedArgs& a, const uint8_t* tile, int h, int6
 // used whole as it arrives, and the tile is read once instead of once per half), every line
 // prefetched into L1 PackedArgs::prefetch bytes ahead. Each half does the integer and float
 // operations of the tile kernels above in the same order: the same bits.
-constexpr int kDecodeTiles = 2;   // 2 tiles x 2 halves: 4 accumulator sets in 16 ymm registers
+constexpr int kDecodeTiles = kAvx2DecodeTiles;   // 2 tiles x 2 halves: 4 accumulator sets in 16 ymm registers
 
 // `Lines` lines from p + ahead into L1 (ahead: PackedArgs::prefetch; 0 = none).
 template <int Lines>

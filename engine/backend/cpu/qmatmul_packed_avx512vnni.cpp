@@ -277,7 +277,7 @@ inline void tile_tokens_of(const PackedArgs& a, const uint8_t* tile, int64_t r, 
 // 4 KiB page ends, where the hardware prefetchers stop), and the activation block (8 dwords,
 // its scale and offset) is broadcast once per block for all R tiles. Every (row) lane does
 // the float operations of tile_tokens<.., 1> in the same order, so the bits are the same.
-constexpr int kDecodeTiles = 4;
+constexpr int kDecodeTiles = kAvx512DecodeTiles;
 
 // `Lines` lines from p + ahead into L1 (ahead: PackedArgs::prefetch; 0 = none).
 template <int Lines>

@@ -120,7 +120,8 @@ void packed_rows_scalar(const PackedArgs& a, int64_t r0, int64_t r1) {
 }
 
 const QKernelSet& scalar_qkernels() {
-  static constexpr QKernelSet k = {"scalar", &scalar_rows, 1, &packed_rows_scalar, "scalar-x16", &quantize_blocks_scalar};
+  static constexpr QKernelSet k = {"scalar",           &scalar_rows, 1, &packed_rows_scalar, "scalar-x16",
+                                    &quantize_blocks_scalar, 1,            false};
   return k;
 }
 
