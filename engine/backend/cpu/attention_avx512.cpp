@@ -51,9 +51,18 @@ inline void scores(const float* q, const float* const* krows, int j0, int hd, fl
 
 // out[c0, c0 + 16 * N) = sum_j probs[j] * v_j over the same columns, in registers. Two
 // accumulators per vector, even and odd keys, added at the end: one chain of fused
-// multiply-adds through every key would wait on the FMA latency at each key.
-template <int N>
-inline void weighted_sum(const float* const* vrows, const float* probs, int ctx, int c0, float* out) {
+// multiply-adds through every key would wait on the FMA latency at each key. With Tail the
+// last vector holds only the columns in `last` (a head size that is not a multiple of 16):
+// its loads and its store are masked, every lane's order the same.
+template <int N, bool Tail = false>
+inline void weighted_sum(const float* const* vrows, const float* probs, int ctx, int c0, float* out,
+                         __mmask16 last = 0xFFFF) {
+  const auto load = [last](const float* p, int n) {
+    if constexpr (Tail) {
+      if (n == N - 1) return _mm512_maskz_loadu_ps(last, p);
+    }
+    return _mm512_loadu_ps(p);
+  };
   __m512 e[N], o[N];
   for (int n = 0; n < N; ++n) e[n] = o[n] = _mm512_setzero_ps();
   int j = 0;
@@ -62,29 +71,30 @@ inline void weighted_sum(const float* const* vrows, const float* probs, int ctx,
     const float* ve = vrows[j] + c0;
     const float* vo = vrows[j + 1] + c0;
     for (int n = 0; n < N; ++n) {
-      e[n] = _mm512_fmadd_ps(we, _mm512_loadu_ps(ve + 16 * n), e[n]);
-      o[n] = _mm512_fmadd_ps(wo, _mm512_loadu_ps(vo + 16 * n), o[n]);
+      e[n] = _mm512_fmadd_ps(we, load(ve + 16 * n, n), e[n]);
+      o[n] = _mm512_fmadd_ps(wo, load(vo + 16 * n, n), o[n]);
     }
   }
   if (j < ctx) {
     const __m512 we = _mm512_set1_ps(probs[j]);
-    for (int n = 0; n < N; ++n) e[n] = _mm512_fmadd_ps(we, _mm512_loadu_ps(vrows[j] + c0 + 16 * n), e[n]);
+    for (int n = 0; n < N; ++n) e[n] = _mm512_fmadd_ps(we, load(vrows[j] + c0 + 16 * n, n), e[n]);
   }
-  for (int n = 0; n < N; ++n) _mm512_storeu_ps(out + c0 + 16 * n, _mm512_add_ps(e[n], o[n]));
+  for (int n = 0; n < N; ++n) {
+    if (Tail && n == N - 1) _mm512_mask_storeu_ps(out + c0 + 16 * n, last, _mm512_add_ps(e[n], o[n]));
+    else _mm512_storeu_ps(out + c0 + 16 * n, _mm512_add_ps(e[n], o[n]));
+  }
 }
 
-// out[c0, hd) for the last hd - c0 < 16 columns of a head size that is not a multiple of 16:
-// weighted_sum<1>'s order, the loads and the store masked.
-inline void weighted_sum_tail(const float* const* vrows, const float* probs, int ctx, int c0, int hd, float* out) {
-  const __mmask16 m = static_cast<__mmask16>((1u << (hd - c0)) - 1u);
-  __m512 e = _mm512_setzero_ps(), o = _mm512_setzero_ps();
-  int j = 0;
-  for (; j + 2 <= ctx; j += 2) {
-    e = _mm512_fmadd_ps(_mm512_set1_ps(probs[j]), _mm512_maskz_loadu_ps(m, vrows[j] + c0), e);
-    o = _mm512_fmadd_ps(_mm512_set1_ps(probs[j + 1]), _mm512_maskz_loadu_ps(m, vrows[j + 1] + c0), o);
+// out[c0, c0 + cols) for the 1 <= cols <= 128 columns left after the passes of 128: one pass
+// of ceil(cols / 16) vectors, the last masked where cols is not a multiple of 16.
+template <int N = 8>
+inline void weighted_sum_rest(const float* const* vrows, const float* probs, int ctx, int c0, int cols, float* out) {
+  if ((cols + 15) / 16 == N) {
+    if (cols % 16 == 0) weighted_sum<N>(vrows, probs, ctx, c0, out);
+    else weighted_sum<N, true>(vrows, probs, ctx, c0, out, static_cast<__mmask16>((1u << (cols % 16)) - 1u));
+  } else if constexpr (N > 1) {
+    weighted_sum_rest<N - 1>(vrows, probs, ctx, c0, cols, out);
   }
-  if (j < ctx) e = _mm512_fmadd_ps(_mm512_set1_ps(probs[j]), _mm512_maskz_loadu_ps(m, vrows[j] + c0), e);
-  _mm512_mask_storeu_ps(out + c0, m, _mm512_add_ps(e, o));
 }
 
 // probs[0, ctx) = softmax of the scores in place: the maximum, e^(s - max) and their sum in
@@ -377,18 +387,7 @@ void attend_head_avx512(const float* q, const float* const* krows, const float* 
   // the weight broadcasts stay in registers.
   int c = 0;
   for (; c + 128 <= hd; c += 128) weighted_sum<8>(vrows, probs, ctx, c, out);
-  switch ((hd - c) / 16) {
-    case 7: weighted_sum<7>(vrows, probs, ctx, c, out); break;
-    case 6: weighted_sum<6>(vrows, probs, ctx, c, out); break;
-    case 5: weighted_sum<5>(vrows, probs, ctx, c, out); break;
-    case 4: weighted_sum<4>(vrows, probs, ctx, c, out); break;
-    case 3: weighted_sum<3>(vrows, probs, ctx, c, out); break;
-    case 2: weighted_sum<2>(vrows, probs, ctx, c, out); break;
-    case 1: weighted_sum<1>(vrows, probs, ctx, c, out); break;
-    default: break;
-  }
-  c += (hd - c) / 16 * 16;
-  if (c < hd) weighted_sum_tail(vrows, probs, ctx, c, hd, out);
+  if (c < hd) weighted_sum_rest(vrows, probs, ctx, c, hd - c, out);
 }
 
 int attend_queries16_avx512(int n, const float* const* q, const int* ctx, const float* const* krows,
