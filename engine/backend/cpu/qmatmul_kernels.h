@@ -164,6 +164,26 @@ constexpr uint64_t packed_block_bytes(DType t) {
 constexpr int64_t packed_group_blocks(DType t) {
   return t == DType::INT4_G128 ? 4 : t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? 8 : 1;
 }
+// The one-token GEMV's walk over rows [r0, r1) (r0 a multiple of kPackRows): groups of
+// a.streams adjacent tiles (at least 1, at most MaxTiles), fewer at the end. f(tile, r, n,
+// valid) gets the group's first tile, its first row, its tile count and each tile's valid
+// rows (kPackRows, fewer in a last partial tile).
+template <int MaxTiles, class F>
+inline void for_each_decode_group(const PackedArgs& a, int64_t r0, int64_t r1, F&& f) {
+  const int64_t side = a.streams < 1 ? 1 : a.streams > MaxTiles ? MaxTiles : a.streams;
+  for (int64_t r = r0; r < r1;) {
+    const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
+    const int n = static_cast<int>(tiles < side ? tiles : side);
+    int valid[MaxTiles] = {};
+    for (int i = 0; i < n; ++i) {
+      const int64_t v = r1 - (r + kPackRows * i);
+      valid[i] = v >= kPackRows ? kPackRows : static_cast<int>(v);
+    }
+    f(a.w + (r / kPackRows) * a.tile_bytes, r, n, static_cast<const int*>(valid));
+    r += kPackRows * n;
+  }
+}
+
 // Row i's block jb of a packed group of Q8_0 or a k-quant, as unpack_block gives it (q, d_lo,
 // d_hi, m); the 4-bit family reads back through qrepack.h's packed_block.
 void unpack_packed_block(DType t, const uint8_t* grp, int i, int jb, QBlock* out);

@@ -422,20 +422,15 @@ template <DType DT, int R>
 // Rows [r0, r1) for one token, a.streams tiles at a time, at most kDecodeTiles (fewer at the end).
 template <DType DT>
 void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
-  const int64_t side = a.streams < 1 ? 1 : a.streams > kDecodeTiles ? kDecodeTiles : a.streams;
-  for (int64_t r = r0; r < r1;) {
-    const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
-    const int n = static_cast<int>(tiles < side ? tiles : side);
+  for_each_decode_group<kDecodeTiles>(a, r0, r1, [&](const uint8_t* tile, int64_t r, int n, const int* valid) {
     int nrows[2 * kDecodeTiles];   // valid rows of each 8-row half
-    for (int q = 0; q < 2 * n; ++q) {
-      const int64_t valid = r1 - (r + 8 * q);
-      nrows[q] = static_cast<int>(valid <= 0 ? 0 : valid < 8 ? valid : 8);
+    for (int i = 0; i < n; ++i) {
+      nrows[2 * i] = valid[i] < 8 ? valid[i] : 8;
+      nrows[2 * i + 1] = valid[i] > 8 ? valid[i] - 8 : 0;
     }
-    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
     if (n == 2) decode_of<DT, 2>(a, tile, r, nrows);
     else decode_of<DT, 1>(a, tile, r, nrows);
-    r += kPackRows * n;
-  }
+  });
 }
 
 template <DType DT>

@@ -478,24 +478,16 @@ template <DType DT, int R>
 // Rows [r0, r1) for one token, a.streams tiles at a time (fewer at the end).
 template <DType DT>
 void decode_rows(const PackedArgs& a, int64_t r0, int64_t r1) {
-  const int64_t side = a.streams < 1 ? 1 : a.streams > kDecodeTiles ? kDecodeTiles : a.streams;
-  for (int64_t r = r0; r < r1;) {
-    const int64_t tiles = (r1 - r + kPackRows - 1) / kPackRows;
-    const int n = static_cast<int>(tiles < side ? tiles : side);
+  for_each_decode_group<kDecodeTiles>(a, r0, r1, [&](const uint8_t* tile, int64_t r, int n, const int* valid) {
     __mmask16 mask[kDecodeTiles];
-    for (int i = 0; i < n; ++i) {
-      const int64_t valid = r1 - (r + kPackRows * i);
-      mask[i] = valid >= kPackRows ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
-    }
-    const uint8_t* tile = a.w + (r / kPackRows) * a.tile_bytes;
+    for (int i = 0; i < n; ++i) mask[i] = static_cast<__mmask16>((1u << valid[i]) - 1u);
     switch (n) {
       case 4: decode_of<DT, 4>(a, tile, r, mask); break;
       case 3: decode_of<DT, 3>(a, tile, r, mask); break;
       case 2: decode_of<DT, 2>(a, tile, r, mask); break;
       default: decode_of<DT, 1>(a, tile, r, mask); break;
     }
-    r += kPackRows * n;
-  }
+  });
 }
 
 template <DType DT>
