@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
+#include "device_collectives.h"
 #include "gpu_test.h"
 #include "kv/kv_cache.h"
 #include "llmwb/distributed.h"
@@ -198,54 +199,18 @@ TEST(CudaParallel, StepTelemetryCountsEachRanksAllReduceAndPipelineBytes) {
   }
 }
 
-// The host-staged communicator on device buffers: ranks as threads, sums, gathers and a chain
-// of sends, with the values checked on the host.
+// The host-staged communicator on device buffers: the shared check (device_collectives.h) with
+// three ranks as threads of one ThreadGroup.
 TEST(CudaParallel, HostStagedCollectivesOnDeviceMemory) {
   LLMWB_REQUIRE_GPU();
-  const int n_ranks = 3;
-  const int64_t n = 1000;
-  ThreadGroup group(n_ranks);
-  std::vector<std::vector<float>> summed(n_ranks), gathered(n_ranks), chained(n_ranks);
-  std::vector<std::string> errors(n_ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n_ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        HostStagedCommunicator c(group.communicator(r), "threads");
-        cuda::Stream s;
-        std::vector<float> mine(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) mine[size_t(i)] = float(r + 1) * float(i);
-        cuda::DeviceBuffer x = to_device(mine), all = poisoned(size_t(n * n_ranks));
-        // Rank 0 starts the chain from zeros.
-        cuda::DeviceBuffer hop = r == 0 ? to_device(std::vector<float>(static_cast<size_t>(n), 0.0f)) : poisoned(size_t(n));
-        c.all_reduce_sum(x.as<float>(), n, s.get());
-        c.all_gather(x.as<float>(), n, all.as<float>(), s.get());
-        // A chain 0 -> 1 -> 2, each rank adding its number: what the pipeline's stages do.
-        if (r > 0) c.recv(hop.as<float>(), n, r - 1, s.get());
-        std::vector<float> h(static_cast<size_t>(n));
-        s.sync();
-        LLMWB_CUDA(cudaMemcpy(h.data(), hop.as(), sizeof(float) * size_t(n), cudaMemcpyDeviceToHost));
-        for (float& v : h) v += float(r);
-        cuda::DeviceBuffer next = to_device(h);
-        if (r < n_ranks - 1) c.send(next.as<float>(), n, r + 1, s.get());
-        s.sync();
-        summed[size_t(r)] = to_host<float>(x, size_t(n));
-        gathered[size_t(r)] = to_host<float>(all, size_t(n * n_ranks));
-        chained[size_t(r)] = h;
-      } catch (const std::exception& e) {
-        errors[size_t(r)] = e.what();
-        group.abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n_ranks; ++r) {
-    ASSERT_EQ(errors[size_t(r)], "") << "rank " << r;
-    for (int64_t i = 0; i < n; ++i) {
-      ASSERT_EQ(summed[size_t(r)][size_t(i)], 6.0f * float(i)) << "rank " << r << " element " << i;
-      for (int k = 0; k < n_ranks; ++k) ASSERT_EQ(gathered[size_t(r)][size_t(k * n + i)], 6.0f * float(i));
-      ASSERT_EQ(chained[size_t(r)][size_t(i)], float(r * (r + 1) / 2));
-    }
-  }
+  ThreadGroup group(3);
+  std::vector<std::unique_ptr<HostStagedCommunicator>> comms;
+  for (int r = 0; r < 3; ++r) comms.push_back(std::make_unique<HostStagedCommunicator>(group.communicator(r), "threads"));
+  DeviceRanks ranks;
+  ranks.n_ranks = 3;
+  ranks.comm = [&](int r) -> DeviceCommunicator& { return *comms[size_t(r)]; };
+  ranks.abort = [&](const std::string& why) { group.abort(why); };
+  check_device_collectives(ranks, 1000);
 }
 
 // A stage that fails mid-step ends the other with an error instead of leaving it waiting: stage 1

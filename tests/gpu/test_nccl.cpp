@@ -5,6 +5,7 @@
 // Skipped without a GPU or where NCCL is not built (LLMWB_NCCL).
 #include <thread>
 
+#include "device_collectives.h"
 #include "gpu_test.h"
 #include "llmwb/distributed.h"
 #include "llmwb/llm.h"
@@ -29,56 +30,17 @@ namespace {
 
 #if LLMWB_HAVE_NCCL
 
-// Every rank (a thread on its device) sums, gathers and passes a chain of buffers; the values
-// are checked on the host.
+// The shared check (device_collectives.h), each rank's thread on its communicator's device.
 void check_collectives(std::vector<std::unique_ptr<NcclCommunicator>>& comms) {
-  const int n_ranks = int(comms.size());
-  const int64_t n = 4096;
-  std::vector<std::vector<float>> summed(static_cast<size_t>(n_ranks)),
-      gathered(static_cast<size_t>(n_ranks)), chained(static_cast<size_t>(n_ranks));
-  std::vector<std::string> errors(static_cast<size_t>(n_ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n_ranks; ++r)
-    threads.emplace_back([&, r] {
-      NcclCommunicator& c = *comms[size_t(r)];
-      try {
-        LLMWB_CUDA(cudaSetDevice(c.device()));
-        cuda::Stream s;
-        std::vector<float> mine(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) mine[size_t(i)] = float(r + 1) * float(i % 97);
-        cuda::DeviceBuffer x = to_device(mine), all = poisoned(size_t(n * n_ranks));
-        // Rank 0 starts the chain from zeros.
-        cuda::DeviceBuffer hop = r == 0 ? to_device(std::vector<float>(static_cast<size_t>(n), 0.0f)) : poisoned(size_t(n));
-        c.all_reduce_sum(x.as<float>(), n, s.get());
-        c.all_gather(x.as<float>(), n, all.as<float>(), s.get());
-        if (r > 0) c.recv(hop.as<float>(), n, r - 1, s.get());
-        s.sync();
-        c.check_async_error();
-        std::vector<float> h(static_cast<size_t>(n));
-        LLMWB_CUDA(cudaMemcpy(h.data(), hop.as(), sizeof(float) * size_t(n), cudaMemcpyDeviceToHost));
-        for (float& v : h) v += float(r);
-        cuda::DeviceBuffer next = to_device(h);
-        if (r < n_ranks - 1) c.send(next.as<float>(), n, r + 1, s.get());
-        s.sync();
-        summed[size_t(r)] = to_host<float>(x, size_t(n));
-        gathered[size_t(r)] = to_host<float>(all, size_t(n * n_ranks));
-        chained[size_t(r)] = h;
-      } catch (const std::exception& e) {
-        errors[size_t(r)] = e.what();
-        for (auto& other : comms) other->abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  const float ranks_sum = float(n_ranks * (n_ranks + 1) / 2);
-  for (int r = 0; r < n_ranks; ++r) {
-    ASSERT_EQ(errors[size_t(r)], "") << "rank " << r;
-    for (int64_t i = 0; i < n; ++i) {
-      const float want = ranks_sum * float(i % 97);
-      ASSERT_EQ(summed[size_t(r)][size_t(i)], want) << "rank " << r << " element " << i;
-      for (int k = 0; k < n_ranks; ++k) ASSERT_EQ(gathered[size_t(r)][size_t(k * n + i)], want);
-      ASSERT_EQ(chained[size_t(r)][size_t(i)], float(r * (r + 1) / 2));
-    }
-  }
+  DeviceRanks ranks;
+  ranks.n_ranks = int(comms.size());
+  ranks.comm = [&](int r) -> DeviceCommunicator& { return *comms[size_t(r)]; };
+  ranks.on_thread = [&](int r) { LLMWB_CUDA(cudaSetDevice(comms[size_t(r)]->device())); };
+  ranks.after_sync = [&](int r) { comms[size_t(r)]->check_async_error(); };
+  ranks.abort = [&](const std::string& why) {
+    for (auto& c : comms) c->abort(why);
+  };
+  check_device_collectives(ranks, 4096);
 }
 
 // libnccl opens (dlopen: the soname, then the toolkit's copy) and reports its version; no GPU needed.
