@@ -6,6 +6,7 @@
 #include "llmwb/engine.h"
 
 #include <algorithm>
+#include <tuple>
 #include <random>
 
 #include "core/engine_impl.h"
@@ -107,19 +108,36 @@ void Engine::Impl::record_logprobs(Request& r, SeqState& s, const float* row, in
 }
 
 // Speculative decoding: every running sequence that decodes asks for the draft slots its
-// DraftLength wants, never more than the tokens it may still emit less the target's own.
+// DraftLength wants (none where, by what passes cost here, spec_cost, in a step of as many
+// decoding sequences, no length pays), never more than the tokens it may still emit less the
+// target's own.
 void Engine::Impl::plan_speculation() {
   if (!proposer) return;
+  std::vector<std::tuple<Sequence*, SeqState*, bool>> decoding;
+  int sequences = 0;
   for (Sequence* q : sched->running()) {
     q->num_spec_tokens = 0;
     const auto [req, st] = by_seq.at(q->seq_id);
+    if (st->done || q->paused || q->num_uncomputed() != 1) continue;
+    ++sequences;
     // A request that asks for log probabilities decodes plainly: they come from the sampler's row.
-    if (st->done || q->num_uncomputed() != 1 || q->num_tokens() <= q->num_prompt_tokens || req->forks_at(*st) ||
-        req->params.logprobs >= 0)
-      continue;
-    const int room = q->max_total_tokens - q->num_tokens() - 1;
-    if (room > 0) q->num_spec_tokens = std::min(st->draft_length.next(), room);
+    if (q->num_tokens() <= q->num_prompt_tokens || req->forks_at(*st) || req->params.logprobs >= 0) continue;
+    // A seeded sampling request must repeat: how many uniforms a round draws depends on its k,
+    // so whether it drafts must not depend on timings: it goes by its rounds alone. Greedy
+    // output and unseeded sampling do not depend on k's history, and weigh the costs.
+    decoding.emplace_back(q, st, !(req->params.seed && req->params.temperature > 0));
   }
+  for (auto [q, st, by_cost] : decoding) {
+    const int room = q->max_total_tokens - q->num_tokens() - 1;
+    if (room > 0) q->num_spec_tokens = std::min(st->draft_length.next(by_cost ? &spec_cost : nullptr, sequences), room);
+  }
+}
+
+void Engine::Impl::learn_spec_cost(const SchedulerOutput& so, const ForwardBatch& batch, const StepTimes& times) {
+  if (!proposer || so.scheduled.empty()) return;
+  for (const ScheduledSeq& ss : so.scheduled)
+    if (!ss.decode) return;   // a prompt chunk's tokens cost another rate (a GEMM, not a GEMV)
+  spec_cost.add_step(static_cast<int>(batch.tokens.size()), times.forward, draft_passes, times.draft);
 }
 
 void Engine::Impl::on_token(Request& r, SeqState& s, int token, float prob, bool from_draft) {
@@ -168,6 +186,7 @@ SchedulerOutput Engine::Impl::schedule() {
 // The proposer guesses into the slots the scheduler reserved, all sequences in one call.
 void Engine::Impl::propose(const SchedulerOutput& so) {
   if (!proposer) return;
+  draft_passes = 0;
   std::vector<DraftSlot> slots;
   std::vector<SeqState*> owners;
   for (const ScheduledSeq& ss : so.scheduled) {
@@ -180,6 +199,7 @@ void Engine::Impl::propose(const SchedulerOutput& so) {
   if (slots.empty()) return;
   TraceRange r("draft");
   proposer->propose(slots);
+  draft_passes = std::max(1, proposer->last_passes());
   for (size_t i = 0; i < slots.size(); ++i) {
     owners[i]->seq->spec_tokens = std::move(slots[i].tokens);
     owners[i]->draft_q = std::move(slots[i].q);
@@ -403,6 +423,7 @@ std::vector<RequestOutput> Engine::step() {
     const auto t1 = Clock::now();
     m.execute(batch, dev);
     times.forward = seconds_since(t1);
+    m.learn_spec_cost(so, batch, times);
     const auto t2 = Clock::now();
     TraceRange sample_range("sample");
     m.advance(so);

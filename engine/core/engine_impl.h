@@ -20,6 +20,7 @@
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
 #include "spec/proposer.h"
+#include "spec/spec_cost.h"
 #include "spec/verifier.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,6 +48,8 @@ struct Engine::Impl {
   std::unique_ptr<Proposer> proposer;
   SpeculativeVerifier verifier{sampler};
   SpeculativeStats spec_step, spec_total;
+  SpecCost spec_cost;   // what a pass of the target and of the draft cost (adaptive draft lengths)
+  int draft_passes = 0;  // of this step's propose(): the draft's passes (1 for a lookup), 0 without guesses
   double draft_seconds_total = 0, verify_seconds_total = 0;
   int max_model_len = 0;
   uint64_t next_request = 1, next_seq = 1, next_arrival = 1;
@@ -78,6 +81,8 @@ struct Engine::Impl {
   ForwardBatch build_batch(const SchedulerOutput& so) const;
   DeviceSampled rows_for_the_runner_to_sample(const SchedulerOutput& so, const ForwardBatch& batch);
   void execute(const ForwardBatch& batch, DeviceSampled& dev);
+  // After the forward pass: a step where every sequence decoded teaches spec_cost its times.
+  void learn_spec_cost(const SchedulerOutput& so, const ForwardBatch& batch, const StepTimes& times);
   void advance(const SchedulerOutput& so);
   void fork_parallel_samples(const SchedulerOutput& so, const ForwardBatch& batch);
   void sample(const SchedulerOutput& so, const ForwardBatch& batch, const DeviceSampled& dev);

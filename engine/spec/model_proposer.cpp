@@ -64,6 +64,7 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
   ForwardBatch batch;
   batch.exit_layers = exit_layers_;
   std::vector<DraftSlot*> rows;
+  last_passes_ = 0;
   for (int r = 0; r < kmax; ++r) {
     batch.tokens.clear();
     batch.seqs.clear();
@@ -97,6 +98,7 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
     if (rows.empty()) break;
     logits_.resize(static_cast<size_t>(batch.num_logit_rows) * vocab_);
     runner_.execute(batch, logits_.data(), -1, nullptr, nullptr);
+    ++last_passes_;
     for (size_t i = 0; i < rows.size(); ++i) {
       DraftSlot& s = *rows[i];
       ++passes[row_slot[i]];

@@ -31,6 +31,7 @@ class ModelProposer final : public Proposer {
   // (SpeculativeConfig::draft_p_min); 0 = always guess k.
   void set_p_min(float p) { p_min_ = p; }
   double draft_p_min() const override { return p_min_; }
+  int last_passes() const override { return last_passes_; }
 
   std::string name() const override { return name_; }
   void propose(std::span<DraftSlot> slots) override;
@@ -49,6 +50,7 @@ class ModelProposer final : public Proposer {
   ModelRunner& runner_;
   int vocab_ = 0;
   int exit_layers_ = 0;
+  int last_passes_ = 0;
   float p_min_ = 0.f;
   bool shares_kv_ = false;
   std::map<uint64_t, int> computed_;   // seq_id -> leading tokens whose K/V the draft pool holds

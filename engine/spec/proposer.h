@@ -48,6 +48,9 @@ class Proposer {
   virtual void copy_blocks(std::span<const BlockCopy> copies) { (void)copies; }
   // After verification: seq keeps only its num_computed_tokens, whatever was guessed past them.
   virtual void rollback(const Sequence& seq) { (void)seq; }
+  // Forward passes the last propose() ran (one per guess position, fewer where every sequence
+  // stopped early on a doubted guess); 0 for a proposer that runs no model (ngram's lookup).
+  virtual int last_passes() const { return 0; }
   // The probability below which the next step's guesses stop (0: they never do).
   virtual double draft_p_min() const { return 0; }
   // The sequence finished, was aborted or preempted: its draft state (if any) is void.

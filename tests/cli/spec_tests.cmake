@@ -56,3 +56,11 @@ cli_error_test(make_model_widen_zero "--widen"
   ${CLI} make-model --from ${S260}/stories260K.gguf --widen 0 --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
 cli_error_test(make_model_noise_without_from "--noise goes with --from MODEL"
   ${CLI} make-model --arch llama-110m --noise 0.1 --out ${CMAKE_CURRENT_BINARY_DIR}/never.gguf)
+# --spec-k auto weighs what a target and a draft pass cost once the engine has learnt it: the
+# table names the costs, the JSON carries them, and --trace lines too.
+cli_test(bench_spec_auto_names_its_costs
+  "k auto weighed by cost: a target pass [0-9.]+ ms \\+ [0-9.]+ ms a token, a draft pass [0-9.]+ ms"
+  ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 48 -r 1 --threads 1 --spec layers:3)
+cli_test(bench_spec_auto_cost_json
+  "\"cost\": {[^}]*\"draft_pass_ms\": [0-9.e+-]+,[^}]*\"target_fixed_ms\": [0-9.e+-]+,[^}]*\"target_per_token_ms\": [0-9.e+-]+"
+  ${CLI} bench --model ${S260}/stories260K.gguf -p 0 -n 48 -r 1 --threads 1 --spec layers:3 --json)

@@ -18,6 +18,7 @@
 #include "model/model_maker.h"
 #include "sample/sampler.h"
 #include "spec/draft_length.h"
+#include "spec/spec_cost.h"
 #include "spec/ngram_proposer.h"
 #include "support/reference_forward.h"
 #include "support/test_support.h"
@@ -376,6 +377,89 @@ TEST(DraftLength, GrowsOnFullAcceptanceShrinksOnRejectionAndSwitchesOffWhereItDo
   DraftLength fixed(5);
   fixed.update(5, 0);
   EXPECT_EQ(fixed.next(), 5);
+}
+
+// The target's pass as a + b * tokens from decode steps of varied token counts, and the draft's
+// cost per pass; not used before it has steps with a spread of token counts.
+TEST(SpecCost, LearnsTheTargetsLineAndTheDraftPassFromItsSteps) {
+  SpecCost c;
+  EXPECT_FALSE(c.ready());
+  for (int i = 0; i < 6; ++i) c.add_step(5, 0.060 + 0.0025 * 5, 4, 4 * 0.018);
+  EXPECT_FALSE(c.ready()) << "every step had 5 tokens: b cannot be told from a";
+  for (int i = 0; i < 30; ++i) {
+    const int n = 1 + i % 6;
+    c.add_step(n, 0.060 + 0.0025 * n, n - 1, 0.018 * (n - 1));
+  }
+  ASSERT_TRUE(c.ready());
+  EXPECT_NEAR(c.fixed(), 0.060, 1e-9);
+  EXPECT_NEAR(c.per_token(), 0.0025, 1e-9);
+  EXPECT_NEAR(c.draft_pass(), 0.018, 1e-9);
+  // A line that tilts down (noise) never gives a negative per-token cost.
+  SpecCost d;
+  for (int i = 0; i < 8; ++i) d.add_step(1 + i % 2, i % 2 ? 0.050 : 0.052, 1, 0.01);
+  EXPECT_EQ(d.per_token(), 0.0);
+  EXPECT_NEAR(d.fixed(), 0.051, 2e-3);
+}
+
+// The k with the most tokens per second for a sequence that accepts each guess with
+// probability alpha (0 where none beats a plain step): the memory-bound verify of this machine's F16 target with its own 4-bit
+// copy (a = 57 ms, b = 2.5 ms, c = 18 ms, alpha 0.88: 1.65x at k = 4 by the same formula)
+// speculates 3-6 deep; a target whose extra tokens cost more (compute-bound verify), or a
+// batch of 16 that shares the fixed cost, speculates less deep; a draft as costly as the target
+// or an acceptance of 0.1 does not pay.
+TEST(DraftLength, ByCostPicksTheLengthWithTheMostTokensPerSecond) {
+  const int memory_bound = DraftLength::best_length(0.88, 0.057, 0.0025, 0.018, 1);
+  EXPECT_GE(memory_bound, 3);
+  EXPECT_LE(memory_bound, 6);
+  const int compute_bound = DraftLength::best_length(0.88, 0.037, 0.010, 0.015, 1);
+  EXPECT_GE(compute_bound, 1);
+  EXPECT_LT(compute_bound, memory_bound);
+  const int batch16 = DraftLength::best_length(0.88, 0.060, 0.003, 0.020, 16);
+  EXPECT_GE(batch16, 1);
+  EXPECT_LT(batch16, memory_bound);
+  EXPECT_EQ(DraftLength::best_length(0.88, 0.057, 0.0025, 0.057, 1), 0) << "a draft as costly as the target";
+  EXPECT_EQ(DraftLength::best_length(0.1, 0.057, 0.0025, 0.018, 1), 0) << "guesses that are rarely kept";
+  EXPECT_EQ(DraftLength::best_length(1.0, 0.057, 0.0, 0.0, 1), DraftLength::kMaxAuto) << "free, always-right guesses";
+}
+
+// Adaptive lengths follow the rounds whatever the costs; once the engine knows them, a sequence
+// for which no length pays switches off for a back-off, then tries kProbe guesses, and off again
+// for twice as long; a fixed k ignores the costs.
+TEST(DraftLength, SwitchesOffWhereTheCostsSayNothingPays) {
+  SpecCost cheap;
+  for (int i = 0; i < 12; ++i) {
+    const int n = 1 + i % 6;
+    cheap.add_step(n, 0.057 + 0.0025 * n, 4, 4 * 0.018);
+  }
+  ASSERT_TRUE(cheap.ready());
+  DraftLength d;
+  EXPECT_EQ(d.next(&cheap, 1), 3);
+  d.update(3, 3);
+  EXPECT_EQ(d.next(&cheap, 1), 4) << "paying: the round-by-round rule";
+  d.update(4, 4);
+  EXPECT_EQ(d.next(&cheap, 1), 5);
+  d.update(5, 1);
+  EXPECT_EQ(d.next(&cheap, 1), 2);
+
+  SpecCost dear;   // a draft pass costs what a target step costs
+  for (int i = 0; i < 12; ++i) {
+    const int n = 1 + i % 6;
+    dear.add_step(n, 0.057 + 0.0025 * n, 4, 4 * 0.060);
+  }
+  ASSERT_TRUE(dear.ready());
+  EXPECT_EQ(d.next(&dear, 1), 0);
+  for (int i = 1; i < 8; ++i) EXPECT_EQ(d.next(&dear, 1), 0) << "off for the back-off, step " << i;
+  EXPECT_EQ(d.next(&dear, 1), DraftLength::kProbe) << "then a probe";
+  d.update(2, 2);
+  EXPECT_EQ(d.next(&dear, 1), 0) << "still not paying: off again";
+  for (int i = 1; i < 16; ++i) EXPECT_EQ(d.next(&dear, 1), 0) << "for twice as long, step " << i;
+  EXPECT_EQ(d.next(&dear, 1), DraftLength::kProbe);
+  d.update(2, 2);
+  EXPECT_GT(d.next(&cheap, 1), 0) << "where it pays again, it speculates";
+  EXPECT_GT(d.next(nullptr, 1), 0) << "and without costs (a seeded sampling request) by the rounds alone";
+
+  DraftLength fixed(4);
+  EXPECT_EQ(fixed.next(&dear, 1), 4);
 }
 
 // Sampling exactness (Leviathan et al. 2023, Theorem 3.5): over many seeded requests the first

@@ -144,6 +144,11 @@ struct StepTelemetry {
   // draft_p_min; automatic: a draft pass's share of the target's decode bytes); 0 = never.
   double draft_p_min = 0.0;
   double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
+  // What an adaptive draft length (--spec-k auto) weighs to switch off, learnt from the decode steps
+  // (spec/spec_cost.h): the target's pass as spec_fixed_seconds + spec_per_token_seconds per
+  // token, and one draft pass; spec_cost_known false (and the three 0) until it is known.
+  bool spec_cost_known = false;
+  double spec_fixed_seconds = 0.0, spec_per_token_seconds = 0.0, spec_draft_pass_seconds = 0.0;
   std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
 };
 
