@@ -92,6 +92,9 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   spec_k_->setRange(0, 64);
   spec_k_->setSpecialValueText(tr("adaptive"));
   spec_k_->setValue(s.spec_k);
+  spec_k_->setToolTip(tr("Adaptive: each conversation guesses deeper while its guesses are kept and stops "
+                         "guessing where the measured cost of a draft and a verify pass outweighs the "
+                         "tokens they yield (the timeline shows the costs)."));
   spec_p_min_->setObjectName("spec_p_min");
   spec_p_min_->setRange(-0.05, 0.95);
   spec_p_min_->setSingleStep(0.05);

@@ -10,7 +10,8 @@
 //   takes, as this sequence's share of a step of n decoding sequences,
 //   T(k) = (a + c k) / n + b (1 + k) (SpecCost: the target's fixed and per-token cost, one
 //   draft pass); where no k of 1..kMaxAuto beats a plain step (1 / T(0)) by kMinGain, the
-//   verify and the draft cost more than the tokens they yield;
+//   verify and the draft cost more than the tokens they yield (weighed once the sequence has
+//   had kMinTested guesses tested);
 // - and, before the costs are known, where the running acceptance rate falls below kOffBelow.
 // Off: the sequence decodes plainly for a back-off that doubles each time (8, 16, ... 256
 // steps), then tries again with kProbe guesses.
@@ -40,7 +41,7 @@ class DraftLength {
       return 0;
     }
     if (probe_) return kProbe;
-    if (cost != nullptr && cost->ready() &&
+    if (cost != nullptr && cost->ready() && tested_ >= kMinTested &&
         best_length(alpha(), cost->fixed(), cost->per_token(), cost->draft_pass(), sequences) == 0) {
       switch_off();
       --off_steps_;   // this step is the back-off's first
@@ -89,6 +90,9 @@ class DraftLength {
 
  private:
   static constexpr double kRecency = 0.95;   // a tested guess's weight fades over ~20 rounds
+  // Guesses a sequence must have had tested before its acceptance is weighed against the costs
+  // (its prior alone would switch a new request off where a draft costs half a step).
+  static constexpr double kMinTested = 8;
   static constexpr double kPrior = 0.5;
 
   void switch_off() {
