@@ -14,6 +14,12 @@ namespace llmwb::ui {
 namespace {
 // Gantt rows, top to bottom.
 enum Row { kSample = 0, kDecode = 1, kPrefill = 2, kDraft = 3, kSchedule = 4 };
+
+// A duration for the caption: milliseconds with one decimal from 1 ms, microseconds below.
+QString duration_text(double seconds) {
+  if (seconds >= 1e-3) return QString("%1 ms").arg(1e3 * seconds, 0, 'f', 1);
+  return QString("%1 µs").arg(1e6 * seconds, 0, 'f', 0);
+}
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent)
@@ -161,10 +167,10 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
     if (frame.latest->draft_p_min > 0)   // the draft stops at guesses it gives less than this
       spec_caption_ += tr(", stops below p %1").arg(frame.latest->draft_p_min, 0, 'f', 2);
     if (frame.latest->spec_cost_known)   // what an adaptive k weighs to switch off (spec/spec_cost.h)
-      spec_caption_ += tr("; costs: a target pass %1 ms + %2 ms a token, a draft pass %3 ms")
-                           .arg(1e3 * frame.latest->spec_fixed_seconds, 0, 'f', 1)
-                           .arg(1e3 * frame.latest->spec_per_token_seconds, 0, 'f', 2)
-                           .arg(1e3 * frame.latest->spec_draft_pass_seconds, 0, 'f', 1);
+      spec_caption_ += tr("; costs: a target pass %1 + %2 a token, a draft pass %3")
+                           .arg(duration_text(frame.latest->spec_fixed_seconds))
+                           .arg(duration_text(frame.latest->spec_per_token_seconds))
+                           .arg(duration_text(frame.latest->spec_draft_pass_seconds));
   }
   request_draw();
 }

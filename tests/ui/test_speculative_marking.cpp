@@ -176,7 +176,10 @@ class TestSpeculativeMarking : public QObject {
     const QString shown = view->output_text().trimmed();
     QVERIFY2(shown.size() > 150 && reference.startsWith(shown), qPrintable("shown: " + shown));
     QCOMPARE(view->chips()->chip_count(), 64);
-    QVERIFY2(view->chips()->draft_chip_count() > 10, qPrintable(QString::number(view->chips()->draft_chip_count())));
+    // Adaptive k: the first rounds (until 8 guesses are tested) follow the rounds alone, which
+    // for this greedy text accept ~10 guesses; then the cost rule may switch this tiny model's
+    // INT4 draft off (its pass costs more than the F32 target's), so later rounds are timing's.
+    QVERIFY2(view->chips()->draft_chip_count() >= 5, qPrintable(QString::number(view->chips()->draft_chip_count())));
     QVERIFY(!view->chips()->from_draft(0));   // the prefill's token is the target's own
     const QString stats = view->stats_text();
     QVERIFY2(stats.contains("accepted") && stats.contains("tokens per verification"), qPrintable(stats));
@@ -185,6 +188,8 @@ class TestSpeculativeMarking : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return timeline->speculation_caption().contains("self_int4"); }, 5000));
     // Adaptive k: the automatic doubt threshold, the INT4 copy's share of the model's bytes.
     QVERIFY2(timeline->speculation_caption().contains(", stops below p 0."), qPrintable(timeline->speculation_caption()));
+    // And what the adaptive k weighs: the costs the engine learnt from its steps.
+    QVERIFY2(timeline->speculation_caption().contains("; costs: a target pass "), qPrintable(timeline->speculation_caption()));
     QVERIFY(!timeline->acceptance_per_position().empty());
     QVERIFY(timeline->acceptance_per_position()[0] > 0.2);
   }

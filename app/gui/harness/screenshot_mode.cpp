@@ -245,7 +245,9 @@ void ScreenshotMode::start_speculative_chat() {
   const ui::AppSettings before = w.settings();
   ui::AppSettings s = before;
   s.speculative = "self-int4";
-  s.spec_k = 0;
+  // A fixed k, so that the picture shows accepted guesses: adaptively, this tiny model's INT4
+  // draft (a pass costs more than the F32 target's) is switched off by cost after a few rounds.
+  s.spec_k = 4;
   w.set_settings(s);
   connect(&w, &MainWindow::model_ready, this, &ScreenshotMode::on_speculative_model_ready, Qt::SingleShotConnection);
   const bool opening = w.open_model(model_, tokenizer_);
