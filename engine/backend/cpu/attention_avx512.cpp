@@ -57,11 +57,9 @@ inline void scores(const float* q, const float* const* krows, int j0, int hd, fl
 template <int N, bool Tail = false>
 inline void weighted_sum(const float* const* vrows, const float* probs, int ctx, int c0, float* out,
                          __mmask16 last = 0xFFFF) {
-  const auto load = [last](const float* p, int n) {
-    if constexpr (Tail) {
-      if (n == N - 1) return _mm512_maskz_loadu_ps(last, p);
-    }
-    return _mm512_loadu_ps(p);
+  // Vector n of a row: the last one masked with Tail.
+  const auto load = [&](const float* p, int n) {
+    return Tail && n == N - 1 ? _mm512_maskz_loadu_ps(last, p) : _mm512_loadu_ps(p);
   };
   __m512 e[N], o[N];
   for (int n = 0; n < N; ++n) e[n] = o[n] = _mm512_setzero_ps();
