@@ -101,8 +101,9 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent)
   spec_p_min_->setDecimals(2);
   spec_p_min_->setSpecialValueText(tr("automatic"));
   spec_p_min_->setValue(s.spec_p_min < 0 ? -0.05 : s.spec_p_min);
-  spec_p_min_->setToolTip(tr("A draft model stops guessing at a token it gives less than this probability: the "
-                             "guesses it doubts are the ones the model rejects, and each costs a draft pass. "
+  spec_p_min_->setToolTip(tr("A draft model stops guessing after a token it gives less than this probability "
+                             "(keeping that token): the guesses after a doubted one are the ones the model "
+                             "rejects, and each costs a draft pass. "
                              "0: always guess the full count. Automatic: with adaptive guesses, the bytes a draft pass "
                              "reads as a share of a model step's; with a fixed count, 0. ngram ignores it."));
   step_delay_->setRange(0, 2000);

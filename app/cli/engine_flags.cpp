@@ -61,7 +61,7 @@ const char* engine_flags_usage() {
          "  --spec-k K|auto         tokens guessed per step (default auto: adapts per sequence, 1..8, and\n"
          "                          stops where the measured cost of a draft and a verify pass outweighs\n"
          "                          the tokens its acceptance yields)\n"
-         "  --spec-p-min P|auto     a draft model stops guessing at a token it gives less than P probability\n"
+         "  --spec-p-min P|auto     a draft model stops guessing after a token it gives less than P probability\n"
          "                          (0 = always guess k). auto (default): with --spec-k auto, the bytes a\n"
          "                          draft pass reads as a share of a target step's; 0 with a fixed k\n"
          "  --tuning NAME=VALUE     a tuning switch (repeatable): simd=best|scalar|avx2|avx512, float_panels,\n"

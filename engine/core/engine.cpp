@@ -203,6 +203,7 @@ void Engine::Impl::propose(const SchedulerOutput& so) {
   for (size_t i = 0; i < slots.size(); ++i) {
     owners[i]->seq->spec_tokens = std::move(slots[i].tokens);
     owners[i]->draft_q = std::move(slots[i].q);
+    owners[i]->draft_doubted = slots[i].doubted;
   }
 }
 
@@ -365,7 +366,7 @@ void Engine::Impl::verify(const SchedulerOutput& so, const ForwardBatch& batch) 
       const int drafted = static_cast<int>(guesses.size());
       st->out.speculative.add_round(drafted, accepted);
       spec_step.add_round(drafted, accepted);
-      st->draft_length.update(drafted, accepted);
+      st->draft_length.update(drafted, accepted, st->draft_doubted);
     }
     if (st->done) continue;   // finished: its blocks are released already
     // The accepted guesses' K/V is the target's; the newest token stays uncomputed (its logits

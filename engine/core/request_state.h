@@ -37,6 +37,7 @@ struct SeqState {
   // guesses of this step were drawn from (empty for a deterministic proposer).
   DraftLength draft_length;
   std::vector<float> draft_q;
+  bool draft_doubted = false;   // this step's draft stopped after a guess it doubted (DraftSlot::doubted)
   int pause_at = -1;    // step_request: pause again once this many tokens are generated
 };
 

@@ -2,7 +2,8 @@
 //
 // Adaptive (`--spec-k auto`), as llama.cpp's p-min and vLLM's dynamic speculation do in their
 // spirit: k starts at 3, grows by one after a round where every guess was accepted and drops to
-// one past the accepted prefix after a rejection, between 1 and kMaxAuto. The sequence stops
+// one past the accepted prefix after a rejection, between 1 and kMaxAuto (a round the draft cut
+// short after a doubted guess leaves k as it is where only that guess was rejected). The sequence stops
 // speculating where it does not pay:
 // - by cost, once the engine's SpecCost knows what a pass costs: with this sequence's
 //   acceptance taken as a per-guess probability alpha (the guesses it had tested, recent ones
@@ -50,8 +51,9 @@ class DraftLength {
     return k_;
   }
 
-  // After a verification round with `drafted` guesses, `accepted` of them kept.
-  void update(int drafted, int accepted) {
+  // After a verification round with `drafted` guesses, `accepted` of them kept; `doubted`: the
+  // draft stopped after its last guess, which it doubted (draft_p_min).
+  void update(int drafted, int accepted, bool doubted = false) {
     if (fixed_ > 0 || drafted <= 0) return;
     probe_ = false;
     rate_ = rounds_ == 0 ? double(accepted) / drafted : 0.7 * rate_ + 0.3 * double(accepted) / drafted;
@@ -60,7 +62,11 @@ class DraftLength {
     // never compared).
     kept_ = kRecency * kept_ + accepted;
     tested_ = kRecency * tested_ + std::min(drafted, accepted + 1);
-    k_ = accepted == drafted ? std::min(k_ + 1, kMaxAuto) : std::max(1, accepted + 1);
+    // A round the doubt cut short says nothing against k where only the doubted guess could
+    // fail: k stays; it grows after a full round of k kept guesses, and drops to one past the
+    // accepted prefix where a guess the draft was sure of was rejected.
+    const bool cut_by_doubt = doubted && accepted >= drafted - 1;
+    if (!cut_by_doubt) k_ = accepted == drafted ? std::min(k_ + 1, kMaxAuto) : std::max(1, accepted + 1);
     if (rounds_ >= 3 && rate_ < kOffBelow) {
       switch_off();
       k_ = 1;

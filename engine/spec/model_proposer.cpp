@@ -53,11 +53,13 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
   for (DraftSlot& s : slots) {
     s.tokens.clear();
     s.q.clear();
+    s.doubted = false;
     kmax = std::max(kmax, s.k);
   }
-  // Draft passes each slot took part in; a slot stops early (passes > tokens) where the draft
-  // doubted its guess (p_min_). The pass that produced the dropped guess still wrote the K/V of
-  // the guess before it, so the draft's cache holds passes - 1 positions past the sequence.
+  // Draft passes each slot took part in (one per guess); a slot stops early where the draft
+  // doubted its guess (p_min_): the doubted guess is kept, its pass being spent, and is the
+  // slot's last. A pass writes the K/V of the token before its guess, so the draft's cache
+  // holds passes - 1 positions past the sequence.
   std::vector<int> passes(slots.size(), 0);
   std::vector<bool> stopped(slots.size(), false);
   std::vector<size_t> row_slot;
@@ -103,8 +105,9 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
       DraftSlot& s = *rows[i];
       ++passes[row_slot[i]];
       if (choose(s, logits_.data() + i * vocab_) >= p_min_) continue;
-      s.tokens.pop_back();   // doubted: not guessed, and no more guesses for this sequence
-      if (!s.q.empty()) s.q.resize(s.q.size() - static_cast<size_t>(vocab_));
+      // Doubted: kept (its pass is spent, and verifying it costs the target one token of its
+      // pass), and no more guesses for this sequence this step.
+      s.doubted = true;
       stopped[row_slot[i]] = true;
     }
   }

@@ -35,6 +35,8 @@ struct DraftSlot {
   // out: the distribution each guess was drawn from (vocab floats per guess, after the same
   // sampler stages as the target's), or empty when the guesses are deterministic (q one-hot).
   std::vector<float> q;
+  // out: the draft stopped after a guess it doubted (below draft_p_min): the last of `tokens`.
+  bool doubted = false;
 };
 
 class Proposer {

@@ -22,6 +22,7 @@ class SpecCost {
   // from b (steps that all had the same count say nothing about b).
   static constexpr double kMinSteps = 4;
   static constexpr double kMinTokenSpread = 0.1;
+  static constexpr double kRidge = 1.0;
 
   // A decode step: `tokens` target tokens in `forward_seconds`; the draft ran `draft_passes`
   // passes in `draft_seconds` (0 passes: no draft this step).
@@ -53,11 +54,16 @@ class SpecCost {
     const double mean_n = sn_ / w_, mean_t = st_ / w_;
     return std::max(0.0, mean_t - per_token() * mean_n);
   }
+  // The slope is shrunk toward 0 (ridge, kRidge tokens^2 added to the counts' variance): the
+  // line is fitted where speculating steps are, a few tokens apart, and on a machine whose
+  // memory rate moves within seconds its slope alone swung 1-16 ms a token between runs (AMD
+  // EPYC Zen 4), which, extrapolated back to one token, could put a plain step below a
+  // speculating round that pays. Shrunk, the line still meets the steps at their mean.
   double per_token() const {
     const double mean_n = sn_ / w_, mean_t = st_ / w_;
     const double var = snn_ / w_ - mean_n * mean_n;
     if (var <= 0) return 0;
-    return std::max(0.0, (snt_ / w_ - mean_n * mean_t) / var);
+    return std::max(0.0, (snt_ / w_ - mean_n * mean_t) / (var + kRidge));
   }
   // One draft pass (seconds).
   double draft_pass() const { return dp_ > 0 ? ds_ / dp_ : 0; }

@@ -24,9 +24,10 @@ struct SpeculativeConfig {
   int prompt_lookup_min = 1;         // ngram: shortest suffix looked up
   int prompt_lookup_max = 3;         // ngram: longest suffix looked up (tried first)
   int layers = 0;                    // layers: early exit after this many layers
-  // A model draft (draft_model, self_int4, layers) stops guessing at a token it gives less than
-  // this probability (llama.cpp's --draft-p-min): the guesses it doubts are the ones the target
-  // rejects, and each costs a draft pass. < 0 = automatic: with adaptive k, the bytes a draft
+  // A model draft (draft_model, self_int4, layers) stops guessing after a token it gives less
+  // than this probability (in the spirit of llama.cpp's --draft-p-min), keeping that token (its
+  // pass is spent): the guesses after a doubted one are the ones the target rejects, and each
+  // costs a draft pass. < 0 = automatic: with adaptive k, the bytes a draft
   // pass reads as a share of what a target step reads (its cost where decoding is bound by
   // memory: a guess is worth its pass when it is likelier to be accepted than that); with a
   // fixed k, 0 (always k guesses). ngram has no probabilities and ignores it.
