@@ -6,8 +6,8 @@
 #include "llmwb/engine.h"
 
 #include <algorithm>
-#include <tuple>
 #include <random>
+#include <tuple>
 
 #include "core/engine_impl.h"
 #include "core/trace_range.h"

@@ -3,8 +3,8 @@
 // Adaptive (`--spec-k auto`), as llama.cpp's p-min and vLLM's dynamic speculation do in their
 // spirit: k starts at 3, grows by one after a round where every guess was accepted and drops to
 // one past the accepted prefix after a rejection, between 1 and kMaxAuto (a round the draft cut
-// short after a doubted guess leaves k as it is where only that guess was rejected). The sequence stops
-// speculating where it does not pay:
+// short after a doubted guess leaves k as it is where only that guess was rejected). The
+// sequence stops speculating where it does not pay:
 // - by cost, once the engine's SpecCost knows what a pass costs: with this sequence's
 //   acceptance taken as a per-guess probability alpha (the guesses it had tested, recent ones
 //   weighted more), a round of k guesses yields E(k) = 1 + alpha + ... + alpha^k tokens and
