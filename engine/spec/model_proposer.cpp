@@ -56,11 +56,10 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
     s.doubted = false;
     kmax = std::max(kmax, s.k);
   }
-  // Draft passes each slot took part in (one per guess); a slot stops early where the draft
-  // doubted its guess (p_min_): the doubted guess is kept, its pass being spent, and is the
-  // slot's last. A pass writes the K/V of the token before its guess, so the draft's cache
-  // holds passes - 1 positions past the sequence.
-  std::vector<int> passes(slots.size(), 0);
+  // A slot takes part in one pass per guess; it stops early where the draft doubted its guess
+  // (p_min_): the doubted guess is kept, its pass being spent, and is the slot's last. A pass
+  // writes the K/V of the token before its guess, so the draft's cache holds guesses - 1
+  // positions past the sequence.
   std::vector<bool> stopped(slots.size(), false);
   std::vector<size_t> row_slot;
   ForwardBatch batch;
@@ -103,7 +102,6 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
     ++last_passes_;
     for (size_t i = 0; i < rows.size(); ++i) {
       DraftSlot& s = *rows[i];
-      ++passes[row_slot[i]];
       if (choose(s, logits_.data() + i * vocab_) >= p_min_) continue;
       // Doubted: kept (its pass is spent, and verifying it costs the target one token of its
       // pass), and no more guesses for this sequence this step.
@@ -113,7 +111,9 @@ void ModelProposer::propose(std::span<DraftSlot> slots) {
   }
   if (!shares_kv_)
     for (size_t si = 0; si < slots.size(); ++si)
-      if (passes[si] > 0) computed_[slots[si].seq->seq_id] = slots[si].seq->num_tokens() + passes[si] - 1;
+      if (!slots[si].tokens.empty())
+        computed_[slots[si].seq->seq_id] =
+            slots[si].seq->num_tokens() + static_cast<int>(slots[si].tokens.size()) - 1;
 }
 
 void ModelProposer::copy_blocks(std::span<const BlockCopy> copies) {

@@ -4,8 +4,9 @@
 // Decode steps (every scheduled sequence decoding: its one new token plus its guesses) give
 // the target's forward pass as a + b * tokens: a the fixed cost of a step (the weights streamed
 // once), b each further token's (its share of the flops); a least-squares line over the recent
-// steps' token counts, each weighted by recency. A step whose draft ran `passes` forward passes
-// (the most guesses any sequence asked for) gives the draft's cost per pass, c. A plain decode
+// steps' token counts, each weighted by recency, its slope shrunk toward 0 (per_token). A step
+// whose draft ran `passes` forward passes (Proposer::last_passes) gives the draft's cost per
+// pass, c. A plain decode
 // step of n sequences then costs a + b n; a round where each drafts k, a + b n (1 + k) + c k.
 #pragma once
 
