@@ -80,43 +80,53 @@ float* thread_scratch(int64_t floats) {
 SimdLevel best_simd_level() { return best_level(); }
 
 namespace {
-// AMD family 25 with AVX-512: Zen 4 (Genoa, Raphael), where the decode defaults differ.
-bool amd_zen4() {
-  static const bool zen4 = [] {
+// The AMD microarchitectures whose decode defaults differ, told apart by cpuid's family (a KVM
+// guest's "AMD EPYC" names neither): 25 with AVX-512 is Zen 4 (Genoa, Raphael), 26 Zen 5
+// (Turin, Granite Ridge).
+enum class AmdCore { None, Zen4, Zen5 };
+
+AmdCore amd_core() {
+  static const AmdCore core = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return AmdCore::None;
     const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;   // "AuthenticAMD"
-    if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) || best_level() != SimdLevel::Avx512) return AmdCore::None;
     const unsigned base = (eax >> 8) & 0xF;
     const unsigned family = base + (base == 0xF ? (eax >> 20) & 0xFF : 0);
-    return family == 0x19 && best_level() == SimdLevel::Avx512;
+    return family == 0x19 ? AmdCore::Zen4 : family == 0x1A ? AmdCore::Zen5 : AmdCore::None;
   }();
-  return zen4;
+  return core;
 }
 }  // namespace
 
 DecodePrefetch default_decode_prefetch() {
-  // Measured per microarchitecture with `bench --read` A/Bs (docs/BENCHMARKS.md, "Decode
-  // prefetch per microarchitecture", "Quantized decode with a working prefetch"). The float
-  // panels' GEMV: on Intel Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB
-  // page ends where the hardware prefetchers stop; on AMD Zen 4 (family 25 with AVX-512) none
-  // (whole F16 decodes 1.29x). The repacked quantized tiles: on AMD Zen 4 the next two lines
-  // (128 bytes ahead: whole decodes Q4_0 1.08x, Q8_0 1.07x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M
-  // 1.02x over none; 1 KiB slower than none); elsewhere none, as every figure there was measured
-  // (the tiles' prefetches were compiled away before prefetch.h).
+  // Measured per microarchitecture with `roofline --kernels --prefetch-ab` and `bench --read`
+  // A/Bs (docs/BENCHMARKS.md, "Decode prefetch per microarchitecture", "Quantized decode with a
+  // working prefetch", "Decode prefetch and streams on Zen 5"). The float panels' GEMV: on Intel
+  // Xeon and AMD Zen 5 every line 1 KiB ahead into L1, past the 4 KiB page ends where the
+  // hardware prefetchers stop; on AMD Zen 4 none (whole F16 decodes 1.29x). The repacked
+  // quantized tiles: on AMD Zen 4 the next two lines (128 bytes ahead: whole decodes Q4_0 1.08x,
+  // Q8_0 1.07x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M 1.02x over none; 1 KiB slower than none); on AMD
+  // Zen 5 1 KiB ahead (the GEMVs alone Q4_0 1.06-1.08x, Q5_K 1.07-1.10x, Q6_K 1.13-1.18x over
+  // none; 128 B 0.83-0.87x for the k-quants at one stream); on Intel none, as its figures were
+  // measured (the tiles' prefetches were compiled away before prefetch.h).
   DecodePrefetch d;
-  d.quantized = amd_zen4() ? 128 : 0;
-  if (amd_zen4()) d.floats = 0;
+  switch (amd_core()) {
+    case AmdCore::Zen4: d.quantized = 128; d.floats = 0; break;
+    case AmdCore::Zen5: d.quantized = 1024; d.floats = 1024; break;
+    case AmdCore::None: d.quantized = 0; d.floats = 1024; break;
+  }
   return d;
 }
 
 int default_decode_streams() {
   // Measured with `bench --read` A/Bs (docs/BENCHMARKS.md, "Decode streams per
-  // microarchitecture"). AMD Zen 4: one tile at a time, a single stream per thread (whole
-  // decodes 1.06-1.16x for Q4_0, Q8_0, Q5_K and Q4_K_M, Q6_K even; its reads are fastest on one
-  // stream too). Elsewhere four tiles side by side, each activation block broadcast once for
-  // all four (on Intel Xeon one tile read 4-8 % slower).
-  return amd_zen4() ? 1 : 4;
+  // microarchitecture", "Decode prefetch and streams on Zen 5"). AMD Zen 4 and Zen 5: one tile
+  // at a time, a single stream per thread (Zen 4 whole decodes 1.06-1.16x for Q4_0, Q8_0, Q5_K
+  // and Q4_K_M, Q6_K even; Zen 5, with the tiles 1 KiB ahead, Q4_0 1.14x, Q6_K 1.11x, Q4_K_M
+  // 1.06x, Q5_K 1.02x, Q8_0 0.98x). Elsewhere four tiles side by side, each activation block
+  // broadcast once for all four (on Intel Xeon one tile read 4-8 % slower).
+  return amd_core() == AmdCore::None ? 4 : 1;
 }
 
 namespace {
