@@ -86,7 +86,15 @@ void FrameMailbox::hold(bool on) {
 
 void FrameMailbox::on_wakeup(bool urgent) {
   if (held_) {  // the release delivers
-    if (urgent) emit urgent_held();
+    if (!urgent) return;
+    bool finish = false;
+    {
+      std::lock_guard lock(mutex_);
+      finish = std::any_of(box_.deltas.begin(), box_.deltas.end(), [](const ui::TokenDelta& d) { return d.finished; });
+      // This urgent wake-up is used up: a finish posted after it (the first token's) wakes again.
+      urgent_posted_ = false;
+    }
+    if (finish) emit finish_held();
     return;
   }
   if (urgent || !since_delivery_.isValid() || since_delivery_.elapsed() >= interval_ms_) {

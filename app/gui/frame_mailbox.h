@@ -80,9 +80,9 @@ class FrameMailbox : public QObject {
  signals:
   void tokens(const llmwb::ui::TokenDelta& delta);
   void telemetry(const llmwb::ui::TelemetryFrame& frame);
-  // While held: something urgent (a first token, a finish) is waiting; the engine may be idle
-  // until it is delivered.
-  void urgent_held();
+  // While held: a finish (or an error or abort) is waiting; the engine may be idle until it
+  // is delivered. A held first token does not emit it: the engine goes on generating.
+  void finish_held();
 
  private:
   void on_wakeup(bool urgent);

@@ -229,6 +229,39 @@ class TestFrameDelivery : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return r.by_ticket.count(4) > 0; }, 5000));
   }
 
+  // While held, a first token (urgent) does not say the engine waits; a finish does, once,
+  // even after the first token's urgent wake-up was used up.
+  void a_held_box_signals_a_waiting_finish_not_a_first_token() {
+    gui::FrameMailbox box(5);
+    QObject context;
+    Received r;
+    r.connect_to(box, &context);
+    int finish_held = 0;
+    QObject::connect(&box, &gui::FrameMailbox::finish_held, &context, [&] { ++finish_held; });
+    box.hold(true);
+    box.post(gui::FrameMailbox::Mail{{piece(5, 0)}, {}, nullptr}, true);  // the first token
+    QTest::qWait(40);
+    QCOMPARE(finish_held, 0);
+    for (int i = 1; i < 20; ++i) box.post(gui::FrameMailbox::Mail{{piece(5, i)}, {}, nullptr}, false);
+    QTest::qWait(20);
+    QCOMPARE(finish_held, 0);
+    gui::FrameMailbox::Mail fin;
+    ui::TokenDelta f;
+    f.ticket = 5;
+    f.finished = true;
+    f.finish_reason = FinishReason::Length;
+    fin.deltas.push_back(f);
+    box.post(std::move(fin), true);
+    QVERIFY(QTest::qWaitFor([&] { return finish_held > 0; }, 5000));
+    QTest::qWait(20);
+    QCOMPARE(finish_held, 1);
+    QCOMPARE(box.deliveries(), 0L);
+    QVERIFY(r.by_ticket.empty());
+    box.hold(false);
+    QVERIFY(r.by_ticket[5].finished);
+    QCOMPARE(int(r.by_ticket[5].ids.size()), 20);
+  }
+
   // With a text interval longer than the frame interval, telemetry goes every frame and text
   // every few frames, complete and in order; a finish goes at once with the tokens before it.
   void text_goes_at_its_own_pace() {

@@ -10,8 +10,8 @@
 // overhead is the median over pairs of 1 - live rate / quiet rate.
 //
 // A step's cost grows with the context it attends over, and with short generations a phase
-// can hold mostly early or mostly late positions (a quiet phase holds back the finish, so the
-// next generation starts in the live phase). Besides the raw rates the overhead is therefore
+// can hold mostly early or mostly late positions (a quiet phase ends at a finish, and with
+// generations shorter than a phase it begins at a generation's start). Besides the raw rates the overhead is therefore
 // also given position-matched: every step is compared with the quiet phases' mean time per
 // token at its context length (buckets of kContextBucket tokens), so both phases are rated at
 // the same mix of positions. For long generations (a phase covers a few tokens of context)

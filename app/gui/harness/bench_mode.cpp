@@ -140,10 +140,10 @@ int run_gui_bench(const BenchOptions& options) {
 BenchMode::BenchMode(Workbench& bench, BenchOptions options) : bench_(bench), options_(std::move(options)) {
   phase_timer_.setTimerType(Qt::PreciseTimer);
   phase_timer_.setSingleShot(true);
-  connect(&phase_timer_, &QTimer::timeout, this, &BenchMode::switch_phase);
+  connect(&phase_timer_, &QTimer::timeout, this, &BenchMode::on_phase_timer);
   // A quiet phase ends early when a generation finishes in it: the finish waits in the held
   // mailbox and the engine would only sit idle until the next generation starts.
-  connect(&bench_.mailbox(), &FrameMailbox::urgent_held, this, [this] {
+  connect(&bench_.mailbox(), &FrameMailbox::finish_held, this, [this] {
     if (phase_timer_.isActive() && !phases_.empty() && !phases_.back().live) switch_phase();
   });
 }
@@ -229,6 +229,7 @@ void BenchMode::next_generation() {
     if (options_.count_paints) qApp->installEventFilter(this);
     if (options_.ab_phase_ms > 0) start_ab();
   }
+  generation_started_ = StepLog::now();
   if (options_.chat.isEmpty()) {
     bench_.window().completion_view()->generate();
   } else {
@@ -238,6 +239,10 @@ void BenchMode::next_generation() {
     markdown_sent_.clear();
     chat->send();
     if (!chat->is_generating()) return fail("the chat did not send: " + chat->last_error());
+  }
+  if (quiet_at_next_start_) {
+    quiet_at_next_start_ = false;
+    switch_phase();
   }
   if (!options_.screenshot.isEmpty() && done_ == options_.generations / 2) {
     // 40 % into the generation at the measured speed (the warm-up's when none was measured
@@ -400,6 +405,24 @@ void BenchMode::begin_phase(bool live) {
     step_log_.set_phase(k);
   }
   QTimer::singleShot(settle_ms, Qt::PreciseTimer, this, [this, k] { settle(k); });
+}
+
+void BenchMode::on_phase_timer() {
+  // A quiet phase ends when a generation finishes in it (the finish waits in the held
+  // mailbox). Begun late in a generation it would hold only the last steps, within its settle
+  // time: nothing to measure (generations shorter than a phase, as stories260K's 30 ms ones,
+  // would leave every quiet phase empty). So when the generation in flight is expected to
+  // finish (at the warm-up's engine time) within a mean phase length, the live phase goes on
+  // to the next generation's start, and the quiet phase begins there.
+  if (phases_.empty()) return;
+  if (phases_.back().live) {
+    const double remaining = warmup_seconds_ - (StepLog::now() - generation_started_);
+    if (remaining < 1e-3 * options_.ab_phase_ms) {
+      quiet_at_next_start_ = true;
+      return;
+    }
+  }
+  switch_phase();
 }
 
 void BenchMode::settle(int k) {

@@ -14,7 +14,8 @@
 // (ab_phases.h): while the generations run, the window alternates every ~MS (250 by default;
 // each phase 0.5-1.5 times it) between "live" (as a user sees it) and "quiet" (the
 // FrameMailbox held: no results delivered, nothing drawn, the GUI thread idle as in a headless
-// run; a finish held there ends the phase), the engine thread logs every step with the phase
+// run; a finish held there ends the phase, and a switch due late in a short generation waits
+// for the next one's start), the engine thread logs every step with the phase
 // it started in (StepLog), and the JSON line gains an "ab" object: per phase tokens, step
 // seconds, tok/s, the raised view's draws per second and cost, and the overhead as the median
 // over adjacent live/quiet pairs. Drift between separate runs cannot fool it. The line's
@@ -99,6 +100,9 @@ class BenchMode : public QObject {
     end_phase();
     begin_phase(!phases_.back().live);
   }
+  // The phase timer: a live phase's switch to quiet waits for the next generation's start
+  // when the one in flight is expected to finish within a phase (see the definition).
+  void on_phase_timer();
   QJsonObject ab_report();
 
   Workbench& bench_;
@@ -134,6 +138,8 @@ class BenchMode : public QObject {
   std::vector<AbPhase> phases_;
   StepLog step_log_;   // the worker's StepObserver while the A/B mode runs
   bool settled_ = false;  // the current phase's settle time is over
+  bool quiet_at_next_start_ = false;  // the due switch to quiet waits for the next generation
+  double generation_started_ = 0.0;   // StepLog::now() when the generation in flight was started
   long phase_draws_start_ = 0, phase_draws_settled_ = 0;
   double phase_draw_ms_settled_ = 0.0, phase_cpu_settled_ = 0.0;
 };
