@@ -166,11 +166,11 @@ void TimelineView::add_frame(const TelemetryFrame& frame) {
                         .arg(s.mean_acceptance_length(), 0, 'f', 2);
     if (frame.latest->draft_p_min > 0)   // the draft stops at guesses it gives less than this
       spec_caption_ += tr(", stops below p %1").arg(frame.latest->draft_p_min, 0, 'f', 2);
-    if (frame.latest->spec_cost_known)   // what an adaptive k weighs to switch off (spec/spec_cost.h)
+    if (const auto& c = frame.latest->spec_cost)   // what an adaptive k weighs to switch off (spec/spec_cost.h)
       spec_caption_ += tr("; costs: a target pass %1 + %2 a token, a draft pass %3")
-                           .arg(duration_text(frame.latest->spec_fixed_seconds))
-                           .arg(duration_text(frame.latest->spec_per_token_seconds))
-                           .arg(duration_text(frame.latest->spec_draft_pass_seconds));
+                           .arg(duration_text(c->fixed_seconds))
+                           .arg(duration_text(c->per_token_seconds))
+                           .arg(duration_text(c->draft_pass_seconds));
   }
   request_draw();
 }

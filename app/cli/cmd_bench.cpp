@@ -32,6 +32,7 @@
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -76,9 +77,8 @@ struct TestResult {
   int64_t steps = 0;
   double forward_seconds = 0, draft_seconds = 0, step_seconds = 0;
   SpeculativeStats spec;
-  // The costs the adaptive draft length weighed at the last timed step (spec_cost_known).
-  bool spec_cost_known = false;
-  double spec_fixed_seconds = 0, spec_per_token_seconds = 0, spec_draft_pass_seconds = 0;
+  // The costs the adaptive draft length weighed at the last timed step that knew them.
+  std::optional<SpecCostEstimate> spec_cost;
   std::vector<RankTotals> ranks;   // parallel runners: per rank, over the timed steps
 
   void add_ranks(const std::vector<RankTelemetry>& step) {
@@ -181,12 +181,7 @@ double run_tg(Engine& engine, int n_gen, int samples, const std::vector<int>& pr
         r->forward_seconds += t.forward_seconds;
         r->draft_seconds += t.draft_seconds;
         r->spec.add(t.speculative_step);
-        if (t.spec_cost_known) {
-          r->spec_cost_known = true;
-          r->spec_fixed_seconds = t.spec_fixed_seconds;
-          r->spec_per_token_seconds = t.spec_per_token_seconds;
-          r->spec_draft_pass_seconds = t.spec_draft_pass_seconds;
-        }
+        if (t.spec_cost) r->spec_cost = t.spec_cost;
         if (!t.ranks.empty()) r->add_ranks(t.ranks);
       }
     }
@@ -388,10 +383,10 @@ int run_bench(const std::vector<std::string>& argv) {
                             {"acceptance_rate", s.acceptance_rate()},
                             {"mean_acceptance_length", s.mean_acceptance_length()},
                             {"acceptance_per_position", per_position}};
-        if (r.spec_cost_known)   // what --spec-k auto weighs (spec/spec_cost.h)
-          j["speculative"]["cost"] = {{"target_fixed_ms", 1e3 * r.spec_fixed_seconds},
-                                      {"target_per_token_ms", 1e3 * r.spec_per_token_seconds},
-                                      {"draft_pass_ms", 1e3 * r.spec_draft_pass_seconds}};
+        if (r.spec_cost)   // what --spec-k auto weighs (spec/spec_cost.h)
+          j["speculative"]["cost"] = {{"target_fixed_ms", 1e3 * r.spec_cost->fixed_seconds},
+                                      {"target_per_token_ms", 1e3 * r.spec_cost->per_token_seconds},
+                                      {"draft_pass_ms", 1e3 * r.spec_cost->draft_pass_seconds}};
       }
       if (!r.ranks.empty()) {
         // Seconds per timed step, averaged; bubble_fraction: of the step's wall time, the share
@@ -457,10 +452,10 @@ int run_bench(const std::vector<std::string>& argv) {
                     1e3 * r.forward_seconds / static_cast<double>(r.steps));
   if (cfg.speculative.enabled() && cfg.speculative.num_speculative_tokens == 0)
     for (const TestResult& r : results)
-      if (r.n_gen > 0 && r.spec_cost_known)
+      if (r.n_gen > 0 && r.spec_cost)
         std::printf("%s: k auto weighed by cost: a target pass %.2f ms + %.2f ms a token, a draft pass %.2f ms\n",
-                    r.name.c_str(), 1e3 * r.spec_fixed_seconds, 1e3 * r.spec_per_token_seconds,
-                    1e3 * r.spec_draft_pass_seconds);
+                    r.name.c_str(), 1e3 * r.spec_cost->fixed_seconds, 1e3 * r.spec_cost->per_token_seconds,
+                    1e3 * r.spec_cost->draft_pass_seconds);
   std::string switches;
   for (const auto& [k, v] : info.tuning) switches += (switches.empty() ? "" : ", ") + k + " " + v;
   std::printf("cpu: %s; tuning: %s", cpu.describe().c_str(), switches.c_str());

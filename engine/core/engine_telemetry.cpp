@@ -47,10 +47,8 @@ void Engine::Impl::fill_telemetry(const SchedulerOutput& so, const StepTimes& ti
     verify_seconds_total += times.forward;
   }
   t.draft_seconds_total = draft_seconds_total;
-  t.spec_cost_known = proposer && spec_cost.ready();
-  t.spec_fixed_seconds = t.spec_cost_known ? spec_cost.fixed() : 0.0;
-  t.spec_per_token_seconds = t.spec_cost_known ? spec_cost.per_token() : 0.0;
-  t.spec_draft_pass_seconds = t.spec_cost_known ? spec_cost.draft_pass() : 0.0;
+  if (proposer && spec_cost.ready())
+    t.spec_cost = SpecCostEstimate{spec_cost.fixed(), spec_cost.per_token(), spec_cost.draft_pass()};
   t.verify_seconds_total = verify_seconds_total;
   t.num_prefill_tokens = so.num_prefill_tokens;
   t.num_decode_tokens = so.num_decode_tokens;

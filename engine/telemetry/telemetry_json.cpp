@@ -49,10 +49,10 @@ std::string telemetry_to_json(const StepTelemetry& t, bool with_blocks) {
                         {"draft_seconds", t.draft_seconds},
                         {"draft_seconds_total", t.draft_seconds_total},
                         {"verify_seconds_total", t.verify_seconds_total}};
-    if (t.spec_cost_known)
-      j["speculative"]["cost"] = {{"target_fixed_seconds", t.spec_fixed_seconds},
-                                  {"target_per_token_seconds", t.spec_per_token_seconds},
-                                  {"draft_pass_seconds", t.spec_draft_pass_seconds}};
+    if (t.spec_cost)
+      j["speculative"]["cost"] = {{"target_fixed_seconds", t.spec_cost->fixed_seconds},
+                                  {"target_per_token_seconds", t.spec_cost->per_token_seconds},
+                                  {"draft_pass_seconds", t.spec_cost->draft_pass_seconds}};
   }
   auto seqs = nlohmann::json::array();
   for (const auto& s : t.sequences)

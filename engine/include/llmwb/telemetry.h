@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,12 @@ struct RankTotals {
   double bubble_fraction() const { return wall_seconds > 0 ? bubble_seconds / wall_seconds : 0.0; }
 };
 
+// The costs an adaptive draft length weighs (spec/spec_cost.h): the target's pass as
+// fixed_seconds + per_token_seconds for each token it scores, and one draft pass.
+struct SpecCostEstimate {
+  double fixed_seconds = 0.0, per_token_seconds = 0.0, draft_pass_seconds = 0.0;
+};
+
 struct StepTelemetry {
   uint64_t step = 0;
   double time = 0.0;             // seconds since the engine started, at the end of the step
@@ -144,11 +151,9 @@ struct StepTelemetry {
   // draft_p_min; automatic: a draft pass's share of the target's decode bytes); 0 = never.
   double draft_p_min = 0.0;
   double draft_seconds_total = 0.0, verify_seconds_total = 0.0;   // over steps that speculated
-  // What an adaptive draft length (--spec-k auto) weighs to switch off, learnt from the decode steps
-  // (spec/spec_cost.h): the target's pass as spec_fixed_seconds + spec_per_token_seconds per
-  // token, and one draft pass; spec_cost_known false (and the three 0) until it is known.
-  bool spec_cost_known = false;
-  double spec_fixed_seconds = 0.0, spec_per_token_seconds = 0.0, spec_draft_pass_seconds = 0.0;
+  // What an adaptive draft length (--spec-k auto) weighs to switch off, learnt from the decode
+  // steps (spec/spec_cost.h); empty until it is known.
+  std::optional<SpecCostEstimate> spec_cost;
   std::vector<RankTelemetry> ranks;         // per rank of a parallel runner; empty for one rank
 };
 
