@@ -24,6 +24,11 @@
 // With speculative decoding (--spec), a tg test counts the tokens emitted (the accepted guesses
 // too) and reports the proposer's counts: drafted, accepted, acceptance per position, mean
 // acceptance length, and the mean time of a decode step's draft and forward (verify) phases.
+// With --spec-ab a second engine, the same but without speculation, runs a tg generation before
+// the first timed repetition and after each: every speculative repetition is held against the
+// mean of the plain ones on either side, from the same first token, seconds apart. On a host
+// whose memory rate moves by 1.5x within a minute that pairing is what makes the speed-up a
+// figure; the separate runs a script would interleave are tens of seconds apart.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -72,6 +77,16 @@ struct TestResult {
   // With --read (tg): the read passes (GB/s) before each timed repetition and after the last,
   // and each repetition's weight stream (GB/s).
   std::vector<double> reads, weights_gbps;
+  // With --spec-ab (tg): the plain engine's tokens/s before the first timed repetition and
+  // after each (reps + 1 of them).
+  std::vector<double> plain_ts;
+  // Each timed repetition's tokens/s over the mean of the plain runs either side of it.
+  std::vector<double> spec_speedups() const {
+    std::vector<double> x;
+    for (size_t i = 0; i < samples_ts.size() && i + 1 < plain_ts.size(); ++i)
+      x.push_back(samples_ts[i] / (0.5 * (plain_ts[i] + plain_ts[i + 1])));
+    return x;
+  }
   std::string error;
   // tg over the timed repetitions: decode steps, their phases, and speculation's counts.
   int64_t steps = 0;
@@ -219,7 +234,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // -n is llama-bench's generation length here; parallel samples per request (generate's --n)
   // are --samples.
   Args a(argv, join({engine_value_flags(), {"p", "n", "r", "reps", "seed", "samples", "tg-prompt"}}),
-         join({engine_bool_flags(), {"json", "peak", "read"}}));
+         join({engine_bool_flags(), {"json", "peak", "read", "spec-ab"}}));
   const int samples = static_cast<int>(a.integer("samples", 1, 1, 64));
   EngineConfig cfg = engine_config_from(a);
   cfg.enable_prefix_caching = false;
@@ -232,9 +247,21 @@ int run_bench(const std::vector<std::string>& argv) {
   const bool with_read = a.flag("read");
   if (with_read && cfg.backend != "cpu")
     throw UsageError("--read: the read rate is the CPU's memory; it is for --backend cpu, not '" + cfg.backend + "'");
+  const bool spec_ab = a.flag("spec-ab");
+  if (spec_ab && !cfg.speculative.enabled())
+    throw UsageError("--spec-ab: holds speculative decoding against plain decoding; give --spec METHOD too");
+  if (spec_ab && with_read)
+    throw UsageError("--spec-ab: not with --read (each repetition already has its own plain runs beside it)");
 
   Engine engine(cfg);
   warn_beyond_trained_context(engine, "bench");
+  // --spec-ab: the same engine without speculation (a second copy of the weights).
+  std::unique_ptr<Engine> plain;
+  if (spec_ab && std::any_of(tg.begin(), tg.end(), [](int64_t n) { return n > 0; })) {
+    EngineConfig plain_cfg = cfg;
+    plain_cfg.speculative = SpeculativeConfig{};
+    plain = std::make_unique<Engine>(plain_cfg);
+  }
   std::vector<int> tg_prompt;
   if (a.has("tg-prompt")) {
     const std::string path = a.str("tg-prompt");
@@ -292,13 +319,26 @@ int run_bench(const std::vector<std::string>& argv) {
     if (with_peak) r.peak_before = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     try {
       const bool paired = probe && r.n_gen > 0;
+      const bool ab = plain && r.n_gen > 0;
       for (int i = 0; i <= reps; ++i) {   // i == 0 is the warm-up
         if (paired && i > 0) r.reads.push_back(probe->gbps(kReadPasses));
+        // --spec-ab: plain runs from this repetition's first token (a copy of the prompts'
+        // generator): before the first timed one (and in the warm-up) and after every one.
+        const std::mt19937_64 start = rng;
+        if (ab && i <= 1) {
+          std::mt19937_64 g = start;
+          const double ts = run_tg(*plain, r.n_gen, samples, tg_prompt, g, nullptr);
+          if (i == 1) r.plain_ts.push_back(ts);
+        }
         double step_rate = 0;
         const double ts = r.n_prompt > 0 ? run_pp(engine, r.n_prompt, rng, i > 0 ? &r : nullptr)
                                          : run_tg(engine, r.n_gen, samples, tg_prompt, rng, i > 0 ? &r : nullptr, &step_rate);
         if (i > 0) r.samples_ts.push_back(ts);
         if (paired && i > 0) r.weights_gbps.push_back(step_rate * static_cast<double>(decode_bytes) / 1e9);
+        if (ab && i > 0) {
+          std::mt19937_64 g = start;
+          r.plain_ts.push_back(run_tg(*plain, r.n_gen, samples, tg_prompt, g, nullptr));
+        }
       }
       if (paired) r.reads.push_back(probe->gbps(kReadPasses));
       r.median = median(r.samples_ts);
@@ -306,6 +346,7 @@ int run_bench(const std::vector<std::string>& argv) {
     } catch (const Error& e) {
       r.error = e.what();
       while (engine.has_unfinished()) engine.step();
+      while (plain && plain->has_unfinished()) plain->step();
     }
     if (with_peak) r.peak_after = cpu::measure_peak_fma(threads, cpu::simd_level(), 3);
     if (!json) std::fprintf(stderr, "%s done\n", r.name.c_str());
@@ -413,6 +454,16 @@ int run_bench(const std::vector<std::string>& argv) {
         j["pipeline_micro_batches"] = cfg.pipeline_micro_batches;
         j["stage_bubble_fraction"] = r.stage_bubbles();
       }
+      if (!r.plain_ts.empty()) {
+        const std::vector<double> x = r.spec_speedups();
+        j["spec_ab"] = {{"plain_ts", r.plain_ts},
+                        {"plain_median_ts", median(r.plain_ts)},
+                        {"speedup_per_rep", x},
+                        {"speedup_median", x.empty() ? 0.0 : median(x)},
+                        {"speedup_range", x.empty() ? std::vector<double>{}
+                                                    : std::vector<double>{*std::min_element(x.begin(), x.end()),
+                                                                          *std::max_element(x.begin(), x.end())}}};
+      }
       if (!r.error.empty()) j["error"] = r.error;
       arr.push_back(j);
     }
@@ -450,6 +501,14 @@ int run_bench(const std::vector<std::string>& argv) {
                     100.0 * r.spec.acceptance_rate(), r.spec.mean_acceptance_length(),
                     1e3 * r.draft_seconds / static_cast<double>(r.steps),
                     1e3 * r.forward_seconds / static_cast<double>(r.steps));
+  for (const TestResult& r : results) {
+    const std::vector<double> x = r.spec_speedups();
+    if (x.empty()) continue;
+    std::printf("%s: %.2fx plain decoding (median of %zu repetitions, each against the plain runs either side; "
+                "%.2f-%.2fx), plain %.2f t/s\n",
+                r.name.c_str(), median(x), x.size(), *std::min_element(x.begin(), x.end()),
+                *std::max_element(x.begin(), x.end()), median(r.plain_ts));
+  }
   if (cfg.speculative.enabled() && cfg.speculative.num_speculative_tokens == 0)
     for (const TestResult& r : results)
       if (r.n_gen > 0 && r.spec_cost)
@@ -497,7 +556,7 @@ int run_bench(const std::vector<std::string>& argv) {
 }
 
 const std::string kUsage =
-    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [--peak] [--read] [engine flags]\n"
+    std::string("[--model PATH] [-p 128,512] [-n 128] [-r 5] [--threads N] [--seed S] [--json] [--peak] [--read] [--spec-ab] [engine flags]\n"
                 "  -p LIST                 prompt sizes to time (ppN); 0 = none (default 128,512)\n"
                 "  -n LIST                 generation lengths to time (tgN), after a 1-token prompt (default 128)\n"
                 "  -r, --reps N            repetitions after one warm-up; the table shows median ± sd (default 5)\n"
@@ -508,7 +567,10 @@ const std::string kUsage =
                 "  --peak                  measure the peak FMA rate before and after each test and report\n"
                 "                          the test's GFLOP/s as a share of the higher one\n"
                 "  --read                  (cpu) read passes (best of three) before each timed tg repetition and\n"
-                "                          after the last; report the weights' stream as a share of the reads beside it\n") +
+                "                          after the last; report the weights' stream as a share of the reads beside it\n"
+                "  --spec-ab               with --spec: also run each tg test without speculation (a second engine,\n"
+                "                          a second copy of the weights) before the first repetition and after each,\n"
+                "                          and report every repetition's speed-up over the plain runs either side\n") +
     engine_flags_usage();
 
 const CommandRegistration reg({"bench", "prompt-processing and generation speed (pp/tg tokens per second, like llama-bench)",
