@@ -63,6 +63,15 @@ struct Received {
   }
 };
 
+// The delta that ends generation `ticket` (length reached).
+ui::TokenDelta finish(quint64 ticket) {
+  ui::TokenDelta f;
+  f.ticket = ticket;
+  f.finished = true;
+  f.finish_reason = FinishReason::Length;
+  return f;
+}
+
 ui::TokenDelta piece(quint64 ticket, int i) {
   ui::TokenDelta d;
   d.ticket = ticket;
@@ -202,13 +211,7 @@ class TestFrameDelivery : public QObject {
         box.post(std::move(m), i == 0);  // the first token is urgent
         if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
-      gui::FrameMailbox::Mail fin;
-      ui::TokenDelta f;
-      f.ticket = 3;
-      f.finished = true;
-      f.finish_reason = FinishReason::Length;
-      fin.deltas.push_back(f);
-      box.post(std::move(fin), true);
+      box.post(gui::FrameMailbox::Mail{{finish(3)}, {}, nullptr}, true);
     });
     engine.join();
     QTest::qWait(60);  // many frame intervals
@@ -245,13 +248,7 @@ class TestFrameDelivery : public QObject {
     for (int i = 1; i < 20; ++i) box.post(gui::FrameMailbox::Mail{{piece(5, i)}, {}, nullptr}, false);
     QTest::qWait(20);
     QCOMPARE(finish_held, 0);
-    gui::FrameMailbox::Mail fin;
-    ui::TokenDelta f;
-    f.ticket = 5;
-    f.finished = true;
-    f.finish_reason = FinishReason::Length;
-    fin.deltas.push_back(f);
-    box.post(std::move(fin), true);
+    box.post(gui::FrameMailbox::Mail{{finish(5)}, {}, nullptr}, true);
     QVERIFY(QTest::qWaitFor([&] { return finish_held > 0; }, 5000));
     QTest::qWait(20);
     QCOMPARE(finish_held, 1);
@@ -300,11 +297,7 @@ class TestFrameDelivery : public QObject {
     for (int i = 0; i < n; ++i) QCOMPARE(r.step_numbers[size_t(i)], quint64(i));
     // A finish right after a text delivery still goes at once, after the token before it.
     box.post(gui::FrameMailbox::Mail{{piece(5, n)}, {}, nullptr}, false);
-    ui::TokenDelta f;
-    f.ticket = 5;
-    f.finished = true;
-    f.finish_reason = FinishReason::Length;
-    box.post(gui::FrameMailbox::Mail{{f}, {}, nullptr}, true);
+    box.post(gui::FrameMailbox::Mail{{finish(5)}, {}, nullptr}, true);
     QVERIFY(QTest::qWaitFor([&] { return r.finished(5); }, 1000));
     QCOMPARE(int(r.by_ticket[5].ids.size()), n + 1);
     QCOMPARE(r.by_ticket[5].deltas_after_finish, 0);
