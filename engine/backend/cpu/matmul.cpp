@@ -107,13 +107,15 @@ DecodePrefetch default_decode_prefetch() {
   // hardware prefetchers stop; on AMD Zen 4 none (whole F16 decodes 1.29x). The repacked
   // quantized tiles: on AMD Zen 4 the next two lines (128 bytes ahead: whole decodes Q4_0 1.08x,
   // Q8_0 1.07x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M 1.02x over none; 1 KiB slower than none); on AMD
-  // Zen 5 1 KiB ahead (the GEMVs alone Q4_0 1.06-1.08x, Q5_K 1.07-1.10x, Q6_K 1.13-1.18x over
-  // none; 128 B 0.83-0.87x for the k-quants at one stream); on Intel none, as its figures were
-  // measured (the tiles' prefetches were compiled away before prefetch.h).
+  // Zen 5 4 KiB ahead, a page (the GEMVs alone Q4_K 1.04-1.07x, Q5_K 1.06-1.08x, Q6_K
+  // 1.04-1.05x over 1 KiB, Q4_0 / Q8_0 even; 1 KiB was 1.02-1.18x over none; 128 B 0.83-0.87x
+  // for the k-quants at one stream), where the panels keep 1 KiB (4 KiB: F16 0.95-0.97x, BF16
+  // 0.94x); on Intel none, as its figures were measured (the tiles' prefetches were compiled
+  // away before prefetch.h).
   DecodePrefetch d;
   switch (amd_core()) {
     case AmdCore::Zen4: d.quantized = 128; d.floats = 0; break;
-    case AmdCore::Zen5: d.quantized = 1024; d.floats = 1024; break;
+    case AmdCore::Zen5: d.quantized = 4096; d.floats = 1024; break;
     case AmdCore::None: d.quantized = 0; d.floats = 1024; break;
   }
   return d;
