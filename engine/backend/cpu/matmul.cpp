@@ -107,7 +107,7 @@ DecodePrefetch default_decode_prefetch() {
   // hardware prefetchers stop; on AMD Zen 4 none (whole F16 decodes 1.29x). The repacked
   // quantized tiles: on AMD Zen 4 the next two lines (128 bytes ahead: whole decodes Q4_0 1.08x,
   // Q8_0 1.07x, Q5_K 1.04x, Q6_K 1.05x, Q4_K_M 1.02x over none; 1 KiB slower than none); on AMD
-  // Zen 5 4 KiB ahead, a page (the GEMVs alone Q4_K 1.04-1.07x, Q5_K 1.06-1.08x, Q6_K
+  // Zen 5 4 KiB ahead, a page (the GEMVs alone Q4_K 1.04-1.07x, Q5_K 1.06-1.07x, Q6_K
   // 1.04-1.05x over 1 KiB, Q4_0 / Q8_0 even; 1 KiB was 1.02-1.18x over none; 128 B 0.83-0.87x
   // for the k-quants at one stream), where the panels keep 1 KiB (4 KiB: F16 0.95-0.97x, BF16
   // 0.94x); on Intel none, as its figures were measured (the tiles' prefetches were compiled
@@ -126,7 +126,8 @@ int default_decode_streams() {
   // microarchitecture", "Decode prefetch and streams on Zen 5"). AMD Zen 4 and Zen 5: one tile
   // at a time, a single stream per thread (Zen 4 whole decodes 1.06-1.16x for Q4_0, Q8_0, Q5_K
   // and Q4_K_M, Q6_K even; Zen 5, with the tiles 1 KiB ahead, Q4_0 1.14x, Q6_K 1.11x, Q4_K_M
-  // 1.06x, Q5_K 1.02x, Q8_0 0.98x). Elsewhere four tiles side by side, each activation block
+  // 1.06x, Q5_K 1.02x, Q8_0 0.98x; 4 KiB ahead, two streams 0.86-0.92x and four 0.82-0.97x of
+  // one). Elsewhere four tiles side by side, each activation block
   // broadcast once for all four (on Intel Xeon one tile read 4-8 % slower).
   return amd_core() == AmdCore::None ? 4 : 1;
 }
